@@ -1,0 +1,59 @@
+# TriBridRAG front door. `make demo` and `make test` do all set-up on a fresh machine.
+SHELL := /bin/bash
+PY_BOOT ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PROTO_SRC := $(wildcard protos/tribrid/v1/*.proto)
+PROTO_OUT := tribrid/v1/.generated
+
+.PHONY: install protos up down serve stop status demo test lint unit clean
+
+install: $(STAMP) $(PROTO_OUT)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch is pinned exactly: that version installs from a local file; a range pulls a CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+protos: $(PROTO_OUT)
+
+$(PROTO_OUT): $(PROTO_SRC) $(STAMP)
+	mkdir -p tribrid/v1
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. $(PROTO_SRC)
+	touch tribrid/v1/__init__.py $(PROTO_OUT)
+
+up: install
+	$(BIN)/tribrid up
+
+down:
+	test ! -x $(BIN)/tribrid || $(BIN)/tribrid down
+
+serve: up
+	$(BIN)/tribrid serve all --background
+
+stop:
+	test ! -x $(BIN)/tribrid || $(BIN)/tribrid stop
+
+status: install
+	$(BIN)/tribrid status
+
+demo: serve
+	$(BIN)/tribrid demo
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy tribrid services tests
+
+unit: install
+	$(BIN)/pytest -q
+
+test: lint unit
+
+clean: stop down
+	rm -rf $(VENV) tribrid/v1 .state

@@ -1,0 +1,72 @@
+"""gRPC server bootstrap shared by every service: health, reflection, tracing, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from tribrid import telemetry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceSpec:
+    """One gRPC service to host: its full name and how to add its servicer to a server."""
+
+    full_name: str  # e.g. "tribrid.v1.VectorSearch"
+    register: Callable[[grpc.aio.Server], None]
+    on_stop: Callable[[], Awaitable[None]] | None = None
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    specs: Sequence[ServiceSpec] = field(default_factory=list)
+
+    async def stop(self, grace_s: float) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace_s)
+        for spec in self.specs:
+            if spec.on_stop is not None:
+                await spec.on_stop()
+
+
+async def start_server(specs: Sequence[ServiceSpec], host: str, port: int) -> RunningServer:
+    """Start a grpc.aio server hosting `specs` plus health and reflection; port 0 picks a free one."""
+    server = grpc.aio.server(interceptors=telemetry.server_interceptors())
+    for spec in specs:
+        spec.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = [spec.full_name for spec in specs]
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise RuntimeError(f"cannot bind {host}:{port}")
+    await server.start()
+    serving = health_pb2.HealthCheckResponse.SERVING
+    for name in ["", *names]:
+        await health_servicer.set(name, serving)
+    log.info("serving", extra={"services": names, "address": f"{host}:{bound}"})
+    return RunningServer(server=server, port=bound, health=health_servicer, specs=specs)
+
+
+async def serve_until_signal(servers: Sequence[RunningServer], grace_s: float) -> None:
+    """Block until SIGTERM/SIGINT, then drain in-flight calls and stop every server."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down", extra={"grace_s": grace_s})
+    await asyncio.gather(*(s.stop(grace_s) for s in servers))

@@ -1,0 +1,147 @@
+"""PostgreSQL access shared by the indexer and the legs: pool, schema migrations, chunk rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from tribrid.config import PostgresConfig, VectorConfig
+
+OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "inner_product": "vector_ip_ops"}
+
+
+def migrations(dim: int, vector: VectorConfig) -> list[str]:
+    """Schema steps, applied in order once each; append new steps, never edit old ones."""
+    return [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        f"""
+        CREATE TABLE corpora (
+            corpus_id text PRIMARY KEY,
+            root_path text NOT NULL,
+            embedding_model text NOT NULL,
+            embedding_dim int NOT NULL,
+            generation bigint NOT NULL DEFAULT 0,
+            chunk_count bigint NOT NULL DEFAULT 0,
+            avg_chunk_terms double precision NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE files (
+            corpus_id text NOT NULL REFERENCES corpora ON DELETE CASCADE,
+            file_path text NOT NULL,
+            content_hash text NOT NULL,
+            language text NOT NULL,
+            PRIMARY KEY (corpus_id, file_path)
+        );
+        CREATE TABLE chunks (
+            corpus_id text NOT NULL REFERENCES corpora ON DELETE CASCADE,
+            chunk_id text NOT NULL,
+            file_path text NOT NULL,
+            start_line int NOT NULL,
+            end_line int NOT NULL,
+            language text NOT NULL,
+            kind text NOT NULL,
+            symbol text NOT NULL,
+            content text NOT NULL,
+            embedding vector({dim}) NOT NULL,
+            tsv tsvector NOT NULL,
+            term_count int NOT NULL,
+            PRIMARY KEY (corpus_id, chunk_id)
+        );
+        CREATE INDEX chunks_by_file ON chunks (corpus_id, file_path);
+        CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
+        CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding {OPCLASS[vector.metric]})
+            WITH (m = {vector.hnsw_m}, ef_construction = {vector.hnsw_ef_construction});
+        -- Document frequency per term, for BM25's idf; rebuilt per corpus after each index run.
+        CREATE TABLE term_stats (
+            corpus_id text NOT NULL REFERENCES corpora ON DELETE CASCADE,
+            term text NOT NULL,
+            df int NOT NULL,
+            PRIMARY KEY (corpus_id, term)
+        );
+        """,
+    ]
+
+
+async def migrate(conn: asyncpg.Connection, dim: int, vector: VectorConfig) -> int:
+    """Apply pending migrations under an advisory lock; returns how many were applied."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(7391001)")  # concurrent starters wait
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY)")
+        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+        applied = 0
+        for version, sql in enumerate(migrations(dim, vector), start=1):
+            if version in done:
+                continue
+            await conn.execute(sql)
+            await conn.execute("INSERT INTO schema_migrations (version) VALUES ($1)", version)
+            applied += 1
+    return applied
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await register_vector(conn)
+
+
+async def create_pool(cfg: PostgresConfig, dim: int, vector: VectorConfig) -> asyncpg.Pool:
+    """Migrate the schema, then open a pool whose connections know the `vector` type."""
+    conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
+    try:
+        await migrate(conn, dim, vector)
+    finally:
+        await conn.close()
+    pool = await asyncpg.create_pool(
+        cfg.effective_dsn(),
+        min_size=cfg.pool_min_size,
+        max_size=cfg.pool_max_size,
+        command_timeout=cfg.command_timeout_s,
+        init=_init_connection,
+    )
+    assert pool is not None
+    return pool
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    chunk_id: str
+    corpus_id: str
+    file_path: str
+    start_line: int
+    end_line: int
+    language: str
+    kind: str
+    symbol: str
+    content: str
+
+
+CHUNK_COLUMNS = "chunk_id, corpus_id, file_path, start_line, end_line, language, kind, symbol, content"
+
+
+def chunk_row(record: asyncpg.Record) -> ChunkRow:
+    return ChunkRow(*(record[c] for c in CHUNK_COLUMNS.split(", ")))
+
+
+async def fetch_chunks(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
+    rows = await pool.fetch(
+        f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE corpus_id = $1 AND chunk_id = ANY($2::text[])",
+        corpus_id,
+        list(chunk_ids),
+    )
+    return {r["chunk_id"]: chunk_row(r) for r in rows}
+
+
+async def corpus_exists(pool: asyncpg.Pool, corpus_id: str) -> bool:
+    return bool(await pool.fetchval("SELECT EXISTS (SELECT 1 FROM corpora WHERE corpus_id = $1)", corpus_id))
+
+
+async def list_corpora(pool: asyncpg.Pool) -> list[dict[str, Any]]:
+    rows = await pool.fetch(
+        """SELECT c.corpus_id, c.root_path, c.generation, c.chunk_count, c.embedding_model,
+                  c.updated_at, (SELECT count(*) FROM files f WHERE f.corpus_id = c.corpus_id) AS files
+           FROM corpora c ORDER BY c.corpus_id"""
+    )
+    return [dict(r) for r in rows]
