@@ -56,13 +56,18 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
         CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding {OPCLASS[vector.metric]})
             WITH (m = {vector.hnsw_m}, ef_construction = {vector.hnsw_ef_construction});
-        -- Document frequency per term, for BM25's idf; rebuilt per corpus after each index run.
-        CREATE TABLE term_stats (
-            corpus_id text NOT NULL REFERENCES corpora ON DELETE CASCADE,
+        -- An inverted index for BM25: one row per (term, chunk) with the term's frequency and the
+        -- chunk's length, so scoring reads only the postings of the query's terms.
+        CREATE TABLE postings (
+            corpus_id text NOT NULL,
             term text NOT NULL,
-            df int NOT NULL,
-            PRIMARY KEY (corpus_id, term)
+            chunk_id text NOT NULL,
+            tf int NOT NULL,
+            doc_terms int NOT NULL,
+            PRIMARY KEY (corpus_id, term, chunk_id),
+            FOREIGN KEY (corpus_id, chunk_id) REFERENCES chunks ON DELETE CASCADE
         );
+        CREATE INDEX postings_by_chunk ON postings (corpus_id, chunk_id);
         """,
     ]
 

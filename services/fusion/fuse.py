@@ -1,0 +1,113 @@
+"""Fusion math: weighted RRF and weighted normalized-score fusion, with per-leg explain data.
+
+Pure functions over ranked lists, so they can be checked against hand-computed examples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Normalization = Literal["min_max", "z_score", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One leg's hit: the item id and the leg's raw score (rank = position in the list)."""
+
+    item_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class LegContribution:
+    rank: int  # 1-based; 0 = absent from that leg
+    raw_score: float
+    normalized: float  # the leg's term in the fused score, before weighting
+
+
+@dataclass(slots=True)
+class Fused:
+    item_id: str
+    score: float
+    best_rank: int
+    contributions: dict[str, LegContribution] = field(default_factory=dict)
+
+
+def normalize_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    """Scale non-negative weights to sum 1 (all-zero weights are an error)."""
+    if any(w < 0 for w in weights.values()):
+        raise ValueError("leg weights must be >= 0")
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError("at least one leg weight must be > 0")
+    return {leg: w / total for leg, w in weights.items()}
+
+
+def _order(fused: dict[str, Fused]) -> list[Fused]:
+    # Deterministic ties: higher score, then the better best rank, then the item id.
+    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.item_id))
+
+
+def _absent(legs: Sequence[str], fused: dict[str, Fused]) -> None:
+    for item in fused.values():
+        for leg in legs:
+            item.contributions.setdefault(leg, LegContribution(rank=0, raw_score=0.0, normalized=0.0))
+
+
+def rrf(results: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k: float) -> list[Fused]:
+    """Weighted reciprocal rank fusion: score(d) = sum over legs of w_leg / (k + rank_leg(d))."""
+    if k <= 0:
+        raise ValueError("rrf k must be > 0")
+    norm = normalize_weights({leg: weights[leg] for leg in results})
+    fused: dict[str, Fused] = {}
+    for leg, ranked in results.items():
+        for rank, hit in enumerate(ranked, start=1):
+            term = 1.0 / (k + rank)
+            item = fused.setdefault(hit.item_id, Fused(hit.item_id, 0.0, rank))
+            if leg in item.contributions:
+                continue  # a leg listing an item twice counts it once, at its best rank
+            item.score += norm[leg] * term
+            item.best_rank = min(item.best_rank, rank)
+            item.contributions[leg] = LegContribution(rank=rank, raw_score=hit.score, normalized=term)
+    _absent(list(results), fused)
+    return _order(fused)
+
+
+def normalize_scores(scores: Sequence[float], method: Normalization) -> list[float]:
+    """Per-leg score normalization. min_max maps to [0,1]; z_score follows Qdrant's DBSF
+    (mean ± 3 standard deviations mapped to [0,1], clipped); all-equal scores map to 1.0."""
+    if not scores or method == "none":
+        return list(scores)
+    if method == "min_max":
+        lo, hi = min(scores), max(scores)
+        if hi == lo:
+            return [1.0] * len(scores)
+        return [(s - lo) / (hi - lo) for s in scores]
+    mean = sum(scores) / len(scores)
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    if std == 0:
+        return [1.0] * len(scores)
+    lo, hi = mean - 3 * std, mean + 3 * std
+    return [min(1.0, max(0.0, (s - lo) / (hi - lo))) for s in scores]
+
+
+def weighted(
+    results: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], normalization: Normalization
+) -> list[Fused]:
+    """Weighted score fusion: score(d) = sum over legs of w_leg * normalized_score_leg(d)."""
+    norm = normalize_weights({leg: weights[leg] for leg in results})
+    fused: dict[str, Fused] = {}
+    for leg, ranked in results.items():
+        normalized = normalize_scores([h.score for h in ranked], normalization)
+        for rank, (hit, value) in enumerate(zip(ranked, normalized, strict=True), start=1):
+            item = fused.setdefault(hit.item_id, Fused(hit.item_id, 0.0, rank))
+            if leg in item.contributions:
+                continue
+            item.score += norm[leg] * value
+            item.best_rank = min(item.best_rank, rank)
+            item.contributions[leg] = LegContribution(rank=rank, raw_score=hit.score, normalized=value)
+    _absent(list(results), fused)
+    return _order(fused)

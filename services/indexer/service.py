@@ -1,0 +1,71 @@
+"""Indexer gRPC servicer: IndexCorpus (streams progress), DeleteCorpus, ListCorpora."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import asyncpg
+import grpc
+
+from services.indexer.pg_writer import delete_corpus
+from services.indexer.pipeline import IndexPipeline
+from tribrid.config import TriBridConfig
+from tribrid.embedding import Embedder
+from tribrid.graphstore import GraphStore
+from tribrid.search_common import RequestError, validate_corpus_id
+from tribrid.server import ServiceSpec
+from tribrid.stores.postgres import list_corpora
+from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
+
+
+class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
+    def __init__(self, cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder) -> None:
+        self._pool = pool
+        self._graph = graph
+        self._pipeline = IndexPipeline(cfg, pool, graph, embedder)
+
+    async def IndexCorpus(
+        self, request: indexer_pb2.IndexCorpusRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[indexer_pb2.IndexProgress]:
+        try:
+            async for event in self._pipeline.run(request.corpus_id, request.path):
+                yield event
+        except RequestError as err:
+            await context.abort(err.code, err.message)
+
+    async def DeleteCorpus(
+        self, request: indexer_pb2.DeleteCorpusRequest, context: grpc.aio.ServicerContext
+    ) -> indexer_pb2.DeleteCorpusResponse:
+        try:
+            validate_corpus_id(request.corpus_id)
+        except RequestError as err:
+            await context.abort(err.code, err.message)
+        deleted = await delete_corpus(self._pool, request.corpus_id)
+        await self._graph.delete_corpus(request.corpus_id)
+        return indexer_pb2.DeleteCorpusResponse(deleted=deleted is not None, chunks_deleted=deleted or 0)
+
+    async def ListCorpora(
+        self, request: indexer_pb2.ListCorporaRequest, context: grpc.aio.ServicerContext
+    ) -> indexer_pb2.ListCorporaResponse:
+        return indexer_pb2.ListCorporaResponse(
+            corpora=[
+                indexer_pb2.CorpusInfo(
+                    corpus_id=c["corpus_id"],
+                    root_path=c["root_path"],
+                    files=c["files"],
+                    chunks=c["chunk_count"],
+                    generation=c["generation"],
+                    updated_at=c["updated_at"].isoformat(),
+                    embedding_model=c["embedding_model"],
+                )
+                for c in await list_corpora(self._pool)
+            ]
+        )
+
+
+def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder) -> ServiceSpec:
+    servicer = IndexerServicer(cfg, pool, graph, embedder)
+    return ServiceSpec(
+        full_name="tribrid.v1.Indexer",
+        register=lambda server: indexer_pb2_grpc.add_IndexerServicer_to_server(servicer, server),
+    )

@@ -1,0 +1,341 @@
+"""`tribrid` command line: manage the embedded stores and services, index, search, demo."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import grpc
+import typer
+from google.protobuf import json_format
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tribrid.config import ConfigError, TriBridConfig, load_config
+from tribrid.stores import embedded
+from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+console = Console()
+err_console = Console(stderr=True)
+
+
+class Which(str, Enum):
+    all = "all"
+    vector = "vector"
+    sparse = "sparse"
+    graph = "graph"
+    fusion = "fusion"
+    indexer = "indexer"
+
+
+def _config() -> TriBridConfig:
+    try:
+        return load_config()
+    except ConfigError as exc:
+        err_console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _pid_file(cfg: TriBridConfig) -> Path:
+    return cfg.state_dir / "services.pid"
+
+
+def _running_pid(cfg: TriBridConfig) -> int | None:
+    try:
+        pid = int(_pid_file(cfg).read_text().strip())
+        os.kill(pid, 0)
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return None
+    return pid
+
+
+def _grpc_error(err: grpc.aio.AioRpcError) -> typer.Exit:
+    err_console.print(f"[red]{err.code().name}[/red]: {err.details()}")
+    return typer.Exit(1)
+
+
+@app.command()
+def up() -> None:
+    """Start the embedded PostgreSQL and FalkorDB (no-op when already running) and migrate the schema."""
+    cfg = _config()
+    try:
+        embedded.up(cfg, log=console.print)
+    except embedded.StoreError as exc:
+        err_console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
+    asyncio.run(_migrate(cfg))
+
+
+async def _migrate(cfg: TriBridConfig) -> None:
+    from tribrid.stores.postgres import create_pool
+
+    pool = await create_pool(cfg.postgres, cfg.embedding.dim, cfg.vector)
+    await pool.close()
+
+
+@app.command()
+def down() -> None:
+    """Stop the embedded stores (no-op when not running)."""
+    embedded.down(_config(), log=console.print)
+
+
+@app.command()
+def serve(
+    which: Annotated[Which, typer.Argument(help="which service(s) to run")] = Which.all,
+    background: Annotated[bool, typer.Option(help="detach, and wait until every service is healthy")] = False,
+) -> None:
+    """Run gRPC services: all of them in one process, or one."""
+    cfg = _config()
+    if background:
+        _serve_background(cfg, which)
+        return
+    from tribrid import telemetry
+    from tribrid.serve import ALL_SERVICES, run
+
+    telemetry.setup_logging(cfg.telemetry)
+    telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which.value}")
+    names = ALL_SERVICES if which == Which.all else (which.value,)
+    asyncio.run(run(cfg, names))  # type: ignore[arg-type]
+
+
+def _serve_background(cfg: TriBridConfig, which: Which) -> None:
+    if (pid := _running_pid(cfg)) is not None:
+        console.print(f"services: already running (pid {pid})")
+        return
+    log_path = cfg.state_dir / "logs" / "services.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tribrid.cli", "serve", which.value],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    _pid_file(cfg).write_text(str(proc.pid))
+    started = time.monotonic()
+    names = ["vector", "sparse", "graph", "indexer", "fusion"] if which == Which.all else [which.value]
+    for name in names:
+        if not asyncio.run(_wait_healthy(cfg.services.address(name), deadline_s=120)) or proc.poll() is not None:
+            err_console.print(f"[red]services: {name} did not become healthy; see {log_path}[/red]")
+            raise typer.Exit(1)
+    console.print(f"services: {', '.join(names)} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})")
+
+
+async def _wait_healthy(address: str, deadline_s: float) -> bool:
+    end = time.monotonic() + deadline_s
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < end:
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return True
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.2)
+    return False
+
+
+@app.command()
+def stop() -> None:
+    """Stop services started with `serve --background`."""
+    cfg = _config()
+    pid = _running_pid(cfg)
+    if pid is None:
+        console.print("services: not running")
+        _pid_file(cfg).unlink(missing_ok=True)
+        return
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(150):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    _pid_file(cfg).unlink(missing_ok=True)
+    console.print(f"services: stopped (pid {pid})")
+
+
+@app.command()
+def status() -> None:
+    """Show the stores, the services and the indexed corpora."""
+    cfg = _config()
+    table = Table("component", "state", "address", "detail")
+    for store in embedded.status(cfg):
+        table.add_row(store.name, "running" if store.running else "stopped", store.address, store.detail)
+    for name in ("vector", "sparse", "graph", "indexer", "fusion"):
+        address = cfg.services.address(name)  # type: ignore[arg-type]
+        healthy = asyncio.run(_wait_healthy(address, deadline_s=0.5))
+        table.add_row(f"service {name}", "serving" if healthy else "down", address, "")
+    console.print(table)
+    try:
+        corpora = asyncio.run(_list_corpora(cfg))
+    except grpc.aio.AioRpcError as err:
+        console.print(f"corpora: indexer unavailable ({err.code().name})")
+        return
+    ctable = Table("corpus", "files", "chunks", "generation", "updated", "root")
+    for c in corpora:
+        ctable.add_row(c.corpus_id, str(c.files), str(c.chunks), str(c.generation), c.updated_at, c.root_path)
+    console.print(ctable)
+
+
+async def _list_corpora(cfg: TriBridConfig) -> list[indexer_pb2.CorpusInfo]:
+    async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+        reply = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(indexer_pb2.ListCorporaRequest(), timeout=5)
+    return list(reply.corpora)
+
+
+@app.command()
+def index(
+    path: Annotated[Path, typer.Argument(help="directory to index")],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name")],
+) -> None:
+    """Index (or re-index) a directory into a corpus, with a progress bar."""
+    cfg = _config()
+    try:
+        last = asyncio.run(_index(cfg, path.resolve(), corpus))
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+    skipped = ", ".join(f"{k}={v}" for k, v in sorted(last.skipped_by_reason.items())) or "none"
+    console.print(
+        f"indexed [bold]{corpus}[/bold]: {last.files_seen} files ({last.files_changed} changed, "
+        f"{last.files_deleted} deleted, skipped: {skipped}), {last.chunks_total} chunks "
+        f"({last.chunks_embedded} embedded), {last.entities} entities, {last.relationships} relationships, "
+        f"generation {last.generation}, {last.elapsed_s:.1f}s"
+    )
+
+
+async def _index(cfg: TriBridConfig, path: Path, corpus: str) -> indexer_pb2.IndexProgress:
+    last = indexer_pb2.IndexProgress()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+        stub = indexer_pb2_grpc.IndexerStub(channel)
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("walking", total=None)
+            async for event in stub.IndexCorpus(indexer_pb2.IndexCorpusRequest(corpus_id=corpus, path=str(path))):
+                last = event
+                total = event.chunks_to_embed or None
+                bar.update(task, description=event.phase, completed=event.chunks_embedded, total=total)
+    return last
+
+
+@app.command()
+def delete(corpus: Annotated[str, typer.Option("--corpus", help="corpus name")]) -> None:
+    """Delete a corpus from both stores."""
+    cfg = _config()
+
+    async def call() -> indexer_pb2.DeleteCorpusResponse:
+        async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+            stub = indexer_pb2_grpc.IndexerStub(channel)
+            return await stub.DeleteCorpus(indexer_pb2.DeleteCorpusRequest(corpus_id=corpus), timeout=60)
+
+    try:
+        reply = asyncio.run(call())
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+    console.print(f"deleted {corpus}: {reply.chunks_deleted} chunks" if reply.deleted else f"{corpus}: not found")
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name")],
+    top_k: Annotated[int, typer.Option("--top-k", help="number of fused results")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="print the proto3 JSON response")] = False,
+    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="the call's deadline")] = 5000,
+) -> None:
+    """Search a corpus through the fusion gateway; prints fused results with each leg's rank."""
+    cfg = _config()
+    request = common_pb2.SearchRequest(corpus_id=corpus, query=query, top_k=top_k)
+    try:
+        reply = asyncio.run(_search(cfg, request, timeout_ms / 1000))
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+    if as_json:
+        print(json_format.MessageToJson(reply, preserving_proto_field_name=True))
+        return
+    print_results(query, reply)
+
+
+async def _search(
+    cfg: TriBridConfig, request: common_pb2.SearchRequest, timeout_s: float
+) -> fusion_pb2.FusionSearchResponse:
+    async with grpc.aio.insecure_channel(cfg.services.address("fusion")) as channel:
+        response: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
+            request, timeout=timeout_s
+        )
+        return response
+
+
+_LEG_NAMES = {common_pb2.LEG_VECTOR: "vector", common_pb2.LEG_SPARSE: "sparse", common_pb2.LEG_GRAPH: "graph"}
+
+
+def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
+    table = Table(title=f"{query!r}: {len(reply.matches)} fused results ({reply.fusion_method})")
+    for col in ("#", "score", "location", "symbol", "vector", "sparse", "graph"):
+        table.add_column(col, justify="right" if col in ("#", "score") else "left")
+    for rank, m in enumerate(reply.matches, start=1):
+        legs = {e.leg: (f"#{e.rank} ({e.raw_score:.3f})" if e.rank else "-") for e in m.explain}
+        table.add_row(
+            str(rank), f"{m.score:.4f}", f"{m.file_path}:{m.start_line}-{m.end_line}", m.symbol or m.kind,
+            *(legs.get(leg, "-") for leg in _LEG_NAMES),
+        )
+    console.print(table)
+    status_names = fusion_pb2.LegStatus.Name
+    reports = "  ".join(
+        f"{_LEG_NAMES[r.leg]}={status_names(r.status).removeprefix('LEG_STATUS_')} "
+        f"({r.hits} hits, {r.latency_ms:.1f} ms){' ' + r.error if r.error else ''}"
+        for r in reply.legs
+    )
+    console.print(f"legs: {reports}   partial={reply.partial}   took {reply.took_ms:.1f} ms\n")
+
+
+DEMO_QUERIES = (
+    "parse command line options and arguments",
+    "get_terminal_size",
+    "who calls make_context",
+)
+
+
+@app.command()
+def demo() -> None:
+    """Index a real code base that the install brings (the `click` library) and run three queries."""
+    import click
+
+    cfg = _config()
+    root = Path(click.__file__).resolve().parent
+    console.rule(f"indexing {root} as corpus 'demo-click'")
+    started = time.monotonic()
+    try:
+        last = asyncio.run(_index(cfg, root, "demo-click"))
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+    console.print(
+        f"indexed: {last.files_seen} files, {last.chunks_total} chunks ({last.chunks_embedded} embedded now), "
+        f"{last.entities} entities, {last.relationships} relationships in {time.monotonic() - started:.1f}s"
+    )
+    for query in DEMO_QUERIES:
+        request = common_pb2.SearchRequest(corpus_id="demo-click", query=query, top_k=5)
+        t0 = time.monotonic()
+        try:
+            reply = asyncio.run(_search(cfg, request, 10.0))
+        except grpc.aio.AioRpcError as err:
+            raise _grpc_error(err) from None
+        print_results(query, reply)
+        console.print(f"(query answered in {1000 * (time.monotonic() - t0):.0f} ms wall, incl. client start-up)")
+    print(json.dumps({"demo": "ok"}))
+
+
+if __name__ == "__main__":
+    app()

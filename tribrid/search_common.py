@@ -1,0 +1,150 @@
+"""What every leg does the same way: validate a SearchRequest, build SQL filters, emit ChunkMatch."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import grpc
+
+from tribrid.stores.postgres import ChunkRow
+from tribrid.v1 import common_pb2
+
+CORPUS_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class RequestError(Exception):
+    """A request the caller must fix; carries the gRPC status code to answer with."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def invalid(message: str) -> RequestError:
+    return RequestError(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def validate_corpus_id(corpus_id: str) -> str:
+    if not CORPUS_ID_RE.match(corpus_id):
+        raise invalid(f"corpus_id {corpus_id!r} is invalid: use 1..64 letters, digits, '_' or '-'")
+    return corpus_id
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    corpus_id: str
+    query: str
+    top_k: int
+    path_regex: str | None
+    languages: tuple[str, ...]
+
+
+def validate_search(request: common_pb2.SearchRequest, default_top_k: int, max_top_k: int,
+                    max_query_chars: int) -> SearchParams:
+    """Check a request's common fields; raise RequestError(INVALID_ARGUMENT) naming what is wrong."""
+    validate_corpus_id(request.corpus_id)
+    query = request.query.strip()
+    if not query:
+        raise invalid("query is empty: send the text to search for")
+    if len(query) > max_query_chars:
+        raise invalid(f"query is {len(query)} characters long; the maximum is {max_query_chars}")
+    top_k = request.top_k if request.HasField("top_k") else default_top_k
+    if not 1 <= top_k <= max_top_k:
+        raise invalid(f"top_k must be between 1 and {max_top_k}, got {top_k}")
+    glob = request.filters.path_glob.strip()
+    return SearchParams(
+        corpus_id=request.corpus_id,
+        query=query,
+        top_k=top_k,
+        path_regex=glob_to_regex(glob) if glob else None,
+        languages=tuple(sorted({lang.strip().lower() for lang in request.filters.languages if lang.strip()})),
+    )
+
+
+def glob_to_regex(glob: str) -> str:
+    """A POSIX regex (for PostgreSQL's `~`) equivalent to a path glob.
+
+    `**` crosses directories, `*` and `?` don't; a glob without '/' matches the file name at any
+    depth, as in .gitignore (so `*.py` means every Python file).
+    """
+    if "/" not in glob:
+        glob = "**/" + glob
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.sub(r"([\\.^$|()\[\]{}+*?])", r"\\\1", glob[i]))
+            i += 1
+    return "^" + "".join(out) + "$"
+
+
+@dataclass(slots=True)
+class SqlFilter:
+    """Extra `AND ...` clauses on the chunks table and their positional arguments."""
+
+    clauses: list[str] = field(default_factory=list)
+    args: list[object] = field(default_factory=list)
+
+    def sql(self) -> str:
+        return "".join(f" AND {c}" for c in self.clauses)
+
+
+def chunk_filter(params: SearchParams, first_arg: int, alias: str = "c") -> SqlFilter:
+    """Filter clauses for path glob and languages, numbering arguments from `first_arg`."""
+    flt = SqlFilter()
+    if params.path_regex is not None:
+        flt.clauses.append(f"{alias}.file_path ~ ${first_arg + len(flt.args)}")
+        flt.args.append(params.path_regex)
+    if params.languages:
+        flt.clauses.append(f"{alias}.language = ANY(${first_arg + len(flt.args)}::text[])")
+        flt.args.append(list(params.languages))
+    return flt
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredChunk:
+    chunk: ChunkRow
+    score: float
+    detail: str = ""
+
+
+def to_matches(scored: list[ScoredChunk], leg: common_pb2.Leg.ValueType) -> list[common_pb2.ChunkMatch]:
+    """ChunkMatch messages in rank order, each explaining its rank and raw score in this leg."""
+    matches = []
+    for rank, item in enumerate(scored, start=1):
+        c = item.chunk
+        matches.append(
+            common_pb2.ChunkMatch(
+                chunk_id=c.chunk_id,
+                corpus_id=c.corpus_id,
+                file_path=c.file_path,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                language=c.language,
+                content=c.content,
+                score=item.score,
+                leg=leg,
+                symbol=c.symbol,
+                kind=c.kind,
+                explain=[common_pb2.LegExplain(leg=leg, rank=rank, raw_score=item.score, detail=item.detail)],
+            )
+        )
+    return matches
+
+
+async def abort_on_error(context: grpc.aio.ServicerContext, error: RequestError) -> None:
+    await context.abort(error.code, error.message)

@@ -1,0 +1,104 @@
+"""Process composition: which services run in this process, sharing one pool, model and graph client."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+
+import asyncpg
+
+from tribrid.config import TriBridConfig
+from tribrid.embedding import Embedder, get_embedder
+from tribrid.graphstore import GraphStore, open_graph_store
+from tribrid.server import RunningServer, ServiceSpec, serve_until_signal, start_server
+from tribrid.stores.postgres import create_pool
+
+ServiceName = Literal["vector", "sparse", "graph", "fusion", "indexer"]
+ALL_SERVICES: tuple[ServiceName, ...] = ("vector", "sparse", "graph", "indexer", "fusion")
+
+log = logging.getLogger(__name__)
+
+
+class Resources:
+    """Lazily opened shared clients; closed once when the process stops."""
+
+    def __init__(self, cfg: TriBridConfig) -> None:
+        self.cfg = cfg
+        self._pool: asyncpg.Pool | None = None
+        self._graph: GraphStore | None = None
+
+    async def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            self._pool = await create_pool(self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector)
+        return self._pool
+
+    def graph(self) -> GraphStore:
+        if self._graph is None:
+            self._graph = open_graph_store(self.cfg.graph_store)
+        return self._graph
+
+    def embedder(self) -> Embedder:
+        return get_embedder(self.cfg.embedding)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+        if self._graph is not None:
+            await self._graph.close()
+
+
+async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
+    # Imported here so a process only loads the services it hosts.
+    if name == "vector":
+        from services.vector.service import service_spec as vector_spec
+
+        return vector_spec(res.cfg, await res.pool(), await asyncio.to_thread(res.embedder))
+    if name == "sparse":
+        from services.sparse.service import service_spec as sparse_spec
+
+        return sparse_spec(res.cfg, await res.pool())
+    if name == "graph":
+        from services.graph.service import service_spec as graph_spec
+
+        return graph_spec(res.cfg, await res.pool(), res.graph())
+    if name == "indexer":
+        from services.indexer.service import service_spec as indexer_spec
+
+        return indexer_spec(res.cfg, await res.pool(), res.graph(), await asyncio.to_thread(res.embedder))
+    from services.fusion.service import service_spec as fusion_spec
+
+    return fusion_spec(res.cfg)
+
+
+async def start_services(
+    cfg: TriBridConfig, names: tuple[ServiceName, ...], res: Resources
+) -> dict[ServiceName, RunningServer]:
+    """Start each named service on its configured port (0 = any free port)."""
+    running: dict[ServiceName, RunningServer] = {}
+    for name in names:
+        if name == "fusion":  # the gateway must reach legs started here, even on ephemeral ports
+            res.cfg = _with_leg_addresses(res.cfg, running)
+        spec = await build_spec(name, res)
+        port: int = getattr(cfg.services, f"{name}_port")
+        running[name] = await start_server([spec], cfg.services.bind_host, port)
+    return running
+
+
+def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningServer]) -> TriBridConfig:
+    updates = {
+        f"{name}_address": f"{cfg.services.bind_host}:{server.port}"
+        for name, server in running.items()
+        if not getattr(cfg.services, f"{name}_address")
+    }
+    return cfg.model_copy(update={"services": cfg.services.model_copy(update=updates)})
+
+
+async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
+    res = Resources(cfg)
+    try:
+        running = await start_services(cfg, names, res)
+        log.info("ready", extra={"ports": {n: s.port for n, s in running.items()}})
+        await serve_until_signal(list(running.values()), cfg.services.shutdown_grace_s)
+    finally:
+        await res.close()
