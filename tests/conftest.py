@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
+import grpc
 import pytest
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from tribrid.serve import ALL_SERVICES, Resources, start_services
+from tribrid.server import RunningServer
 from tribrid.stores import embedded
+from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +29,59 @@ def config() -> Iterator[TriBridConfig]:
     yield cfg
     if started:  # leave stores that were already running (e.g. by hand) alone
         embedded.down(cfg)
+
+
+FIXTURE_REPO = Path(__file__).parent / "fixtures" / "sample_repo"
+SAMPLE_CORPUS = "sample-shop"
+
+
+@dataclass
+class Stack:
+    """All five services running in this test process on ephemeral ports, over the real stores."""
+
+    cfg: TriBridConfig
+    resources: Resources
+    servers: dict[str, RunningServer]
+
+    def channel(self, service: str) -> grpc.aio.Channel:
+        return grpc.aio.insecure_channel(f"127.0.0.1:{self.servers[service].port}")
+
+
+@pytest.fixture(scope="session")
+async def stack(config: TriBridConfig) -> AsyncIterator[Stack]:
+    cfg = config.model_copy(
+        update={
+            "services": config.services.model_copy(
+                update={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")}
+            )
+        }
+    )
+    resources = Resources(cfg)
+    servers = await start_services(cfg, ALL_SERVICES, resources)
+    yield Stack(resources.cfg, resources, dict(servers))
+    for server in servers.values():
+        await server.stop(0)
+    await resources.close()
+
+
+async def index_corpus(stack: Stack, corpus_id: str, path: Path) -> indexer_pb2.IndexProgress:
+    last = indexer_pb2.IndexProgress()
+    async with stack.channel("indexer") as channel:
+        stub = indexer_pb2_grpc.IndexerStub(channel)
+        async for event in stub.IndexCorpus(
+            indexer_pb2.IndexCorpusRequest(corpus_id=corpus_id, path=str(path))
+        ):
+            last = event
+    return last
+
+
+@pytest.fixture(scope="session")
+async def sample_corpus(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> indexer_pb2.IndexProgress:
+    """The fixture repository, copied (tests may edit the copy) and indexed fresh into SAMPLE_CORPUS."""
+    root = tmp_path_factory.mktemp("sample") / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    async with stack.channel("indexer") as channel:
+        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
+            indexer_pb2.DeleteCorpusRequest(corpus_id=SAMPLE_CORPUS)
+        )
+    return await index_corpus(stack, SAMPLE_CORPUS, root)

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -30,7 +30,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-class Which(str, Enum):
+class Which(StrEnum):
     all = "all"
     vector = "vector"
     sparse = "sparse"
@@ -118,16 +118,24 @@ def _serve_background(cfg: TriBridConfig, which: Which) -> None:
     with log_path.open("ab") as log_file:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tribrid.cli", "serve", which.value],
-            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     _pid_file(cfg).write_text(str(proc.pid))
     started = time.monotonic()
     names = ["vector", "sparse", "graph", "indexer", "fusion"] if which == Which.all else [which.value]
     for name in names:
-        if not asyncio.run(_wait_healthy(cfg.services.address(name), deadline_s=120)) or proc.poll() is not None:
+        if (
+            not asyncio.run(_wait_healthy(cfg.services.address(name), deadline_s=120))
+            or proc.poll() is not None
+        ):
             err_console.print(f"[red]services: {name} did not become healthy; see {log_path}[/red]")
             raise typer.Exit(1)
-    console.print(f"services: {', '.join(names)} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})")
+    console.print(
+        f"services: {', '.join(names)} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})"
+    )
 
 
 async def _wait_healthy(address: str, deadline_s: float) -> bool:
@@ -192,7 +200,9 @@ def status() -> None:
 
 async def _list_corpora(cfg: TriBridConfig) -> list[indexer_pb2.CorpusInfo]:
     async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
-        reply = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(indexer_pb2.ListCorporaRequest(), timeout=5)
+        reply = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(
+            indexer_pb2.ListCorporaRequest(), timeout=5
+        )
     return list(reply.corpora)
 
 
@@ -223,7 +233,9 @@ async def _index(cfg: TriBridConfig, path: Path, corpus: str) -> indexer_pb2.Ind
         stub = indexer_pb2_grpc.IndexerStub(channel)
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("walking", total=None)
-            async for event in stub.IndexCorpus(indexer_pb2.IndexCorpusRequest(corpus_id=corpus, path=str(path))):
+            async for event in stub.IndexCorpus(
+                indexer_pb2.IndexCorpusRequest(corpus_id=corpus, path=str(path))
+            ):
                 last = event
                 total = event.chunks_to_embed or None
                 bar.update(task, description=event.phase, completed=event.chunks_embedded, total=total)
@@ -244,7 +256,9 @@ def delete(corpus: Annotated[str, typer.Option("--corpus", help="corpus name")])
         reply = asyncio.run(call())
     except grpc.aio.AioRpcError as err:
         raise _grpc_error(err) from None
-    console.print(f"deleted {corpus}: {reply.chunks_deleted} chunks" if reply.deleted else f"{corpus}: not found")
+    console.print(
+        f"deleted {corpus}: {reply.chunks_deleted} chunks" if reply.deleted else f"{corpus}: not found"
+    )
 
 
 @app.command()
@@ -288,7 +302,10 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
     for rank, m in enumerate(reply.matches, start=1):
         legs = {e.leg: (f"#{e.rank} ({e.raw_score:.3f})" if e.rank else "-") for e in m.explain}
         table.add_row(
-            str(rank), f"{m.score:.4f}", f"{m.file_path}:{m.start_line}-{m.end_line}", m.symbol or m.kind,
+            str(rank),
+            f"{m.score:.4f}",
+            f"{m.file_path}:{m.start_line}-{m.end_line}",
+            m.symbol or m.kind,
             *(legs.get(leg, "-") for leg in _LEG_NAMES),
         )
     console.print(table)
@@ -322,7 +339,8 @@ def demo() -> None:
     except grpc.aio.AioRpcError as err:
         raise _grpc_error(err) from None
     console.print(
-        f"indexed: {last.files_seen} files, {last.chunks_total} chunks ({last.chunks_embedded} embedded now), "
+        f"indexed: {last.files_seen} files, {last.chunks_total} chunks "
+        f"({last.chunks_embedded} embedded now), "
         f"{last.entities} entities, {last.relationships} relationships in {time.monotonic() - started:.1f}s"
     )
     for query in DEMO_QUERIES:
@@ -333,7 +351,9 @@ def demo() -> None:
         except grpc.aio.AioRpcError as err:
             raise _grpc_error(err) from None
         print_results(query, reply)
-        console.print(f"(query answered in {1000 * (time.monotonic() - t0):.0f} ms wall, incl. client start-up)")
+        console.print(
+            f"(query answered in {1000 * (time.monotonic() - t0):.0f} ms wall, incl. client start-up)"
+        )
     print(json.dumps({"demo": "ok"}))
 
 

@@ -19,11 +19,11 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-ENTITY_TYPES: tuple[str, ...] = ("function", "class", "module", "variable", "import")
-RELATIONSHIP_TYPES: tuple[str, ...] = ("calls", "imports", "inherits", "contains", "references")
-
 EntityType = Literal["function", "class", "module", "variable", "import"]
 RelationshipType = Literal["calls", "imports", "inherits", "contains", "references"]
+
+ENTITY_TYPES: tuple[EntityType, ...] = ("function", "class", "module", "variable", "import")
+RELATIONSHIP_TYPES: tuple[RelationshipType, ...] = ("calls", "imports", "inherits", "contains", "references")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,7 +110,9 @@ class GraphSearchConfig(BaseModel):
     @model_validator(mode="after")
     def _decay_covers_hops(self) -> GraphSearchConfig:
         if len(self.hop_decay) <= self.max_hops:
-            raise ValueError(f"hop_decay needs max_hops+1={self.max_hops + 1} entries, got {len(self.hop_decay)}")
+            raise ValueError(
+                f"hop_decay needs max_hops+1={self.max_hops + 1} entries, got {len(self.hop_decay)}"
+            )
         return self
 
 
@@ -225,7 +227,9 @@ def _describe(error: ValidationError) -> str:
     for err in error.errors():
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
         ctx = err.get("ctx") or {}
-        bounds = ", ".join(f"{k}={v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt", "expected", "pattern"))
+        bounds = ", ".join(
+            f"{k}={v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt", "expected", "pattern")
+        )
         allowed = f" (allowed: {bounds})" if bounds else ""
         lines.append(f"  {field}: {err['msg']}; got {err.get('input')!r}{allowed}")
     return "\n".join(lines)

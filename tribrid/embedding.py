@@ -29,7 +29,8 @@ class Embedder(Protocol):
 
 def _normalize(vectors: Vectors) -> Vectors:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    normalized: Vectors = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return normalized
 
 
 def bundled_model_path() -> Path:
@@ -54,7 +55,7 @@ class LocalEmbedder:
         self._model.max_seq_length = cfg.max_seq_length
         self._batch_size = cfg.batch_size
         self.name = cfg.model_name
-        self.dim = int(self._model.get_embedding_dimension())
+        self.dim = int(self._model.get_embedding_dimension() or 0)
         if self.dim != cfg.dim:
             raise ValueError(f"embedding.dim is {cfg.dim} but model {path} produces {self.dim}-d vectors")
         # One encode at a time: torch already uses every configured thread for one batch.
@@ -83,7 +84,9 @@ class OpenAICompatibleEmbedder:
     def __init__(self, cfg: EmbeddingConfig) -> None:
         key = cfg.openai_api_key.get_secret_value()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.AsyncClient(base_url=cfg.openai_base_url.rstrip("/"), headers=headers, timeout=60)
+        self._client = httpx.AsyncClient(
+            base_url=cfg.openai_base_url.rstrip("/"), headers=headers, timeout=60
+        )
         self._model = cfg.openai_model
         self._batch_size = cfg.batch_size
         self.name = cfg.openai_model
@@ -116,7 +119,7 @@ class QueryEmbeddingCache:
         if hit is not None:
             self._cache.move_to_end(query)
             return hit
-        vector = (await self._embedder.embed([query]))[0]
+        vector: Vectors = (await self._embedder.embed([query]))[0]
         if self._size:
             self._cache[query] = vector
             if len(self._cache) > self._size:

@@ -41,8 +41,9 @@ class SearchParams:
     languages: tuple[str, ...]
 
 
-def validate_search(request: common_pb2.SearchRequest, default_top_k: int, max_top_k: int,
-                    max_query_chars: int) -> SearchParams:
+def validate_search(
+    request: common_pb2.SearchRequest, default_top_k: int, max_top_k: int, max_query_chars: int
+) -> SearchParams:
     """Check a request's common fields; raise RequestError(INVALID_ARGUMENT) naming what is wrong."""
     validate_corpus_id(request.corpus_id)
     query = request.query.strip()

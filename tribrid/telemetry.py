@@ -71,11 +71,11 @@ def setup_tracing(cfg: TelemetryConfig, service_name: str | None = None) -> None
 
 
 def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
-    return [aio_server_interceptor()]
+    return [aio_server_interceptor()]  # type: ignore[no-untyped-call]
 
 
 def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
-    return list(aio_client_interceptors())
+    return list(aio_client_interceptors())  # type: ignore[no-untyped-call]
 
 
 tracer = trace.get_tracer("tribrid")

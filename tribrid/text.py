@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
 # camelCase / PascalCase / acronym boundaries: "HTTPServerError2" -> HTTP, Server, Error, 2
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -69,5 +68,3 @@ def to_tsvector_literal(terms: list[str]) -> tuple[str, int]:
     # Positions must be distinct per lexeme once clamped.
     parts = [f"'{term}':{','.join(str(p) for p in sorted(set(plist)))}" for term, plist in positions.items()]
     return " ".join(parts), len(terms)
-
-

@@ -73,7 +73,9 @@ class LegClient:
     def __init__(self, leg: str, address: str) -> None:
         self.leg = leg
         self.channel = grpc.aio.insecure_channel(
-            address, options=channel_options(_SERVICE_NAMES[leg]), interceptors=telemetry.client_interceptors()
+            address,
+            options=channel_options(_SERVICE_NAMES[leg]),
+            interceptors=telemetry.client_interceptors(),
         )
         self._stub = _STUBS[leg](self.channel)
 
@@ -162,7 +164,9 @@ class Gateway:
         leg_request = common_pb2.SearchRequest()
         leg_request.CopyFrom(request)
         # Legs return more candidates than the fused answer needs: fusion works on their union.
-        leg_request.top_k = max(params.top_k, self._cfg.vector.top_k, self._cfg.sparse.top_k, self._cfg.graph.top_k)
+        leg_request.top_k = max(
+            params.top_k, self._cfg.vector.top_k, self._cfg.sparse.top_k, self._cfg.graph.top_k
+        )
         leg_request.top_k = min(leg_request.top_k, fcfg.max_top_k)
 
         enabled = [leg for leg in LEGS if fusion_plan.enabled[leg]]

@@ -74,19 +74,31 @@ async def graph_search(
     for entity, score in seeds:
         offer(entity, score * settings.hop_decay[0], 0, f"seed={entity.qualified_name} hops=0")
     hits = await store.expand(
-        params.corpus_id, list(seed_score), settings.max_hops, settings.relationship_types, settings.max_expansion
+        params.corpus_id,
+        list(seed_score),
+        settings.max_hops,
+        settings.relationship_types,
+        settings.max_expansion,
     )
     for hit in hits:
         score = seed_score.get(hit.seed_id, 0.0) * settings.hop_decay[hit.hops]
         via = ",".join(hit.relationship_types)
-        offer(hit.entity, score, hit.hops, f"seed={seed_name.get(hit.seed_id, hit.seed_id)} hops={hit.hops} via={via}")
+        offer(
+            hit.entity,
+            score,
+            hit.hops,
+            f"seed={seed_name.get(hit.seed_id, hit.seed_id)} hops={hit.hops} via={via}",
+        )
 
     rows = await fetch_chunks(pool, params.corpus_id, list(best))
     path_re = re.compile(params.path_regex) if params.path_regex else None
     ranked = sorted(
-        (cid for cid, row in rows.items()
-         if (path_re is None or path_re.match(row.file_path))
-         and (not params.languages or row.language in params.languages)),
+        (
+            cid
+            for cid, row in rows.items()
+            if (path_re is None or path_re.match(row.file_path))
+            and (not params.languages or row.language in params.languages)
+        ),
         key=lambda cid: (-best[cid].score, best[cid].hops, cid),
     )
     return [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked[: params.top_k]]

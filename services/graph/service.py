@@ -38,9 +38,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             raise invalid(f"max_hops must be between 1 and 5, got {max_hops}")
         return GraphSettings(
             max_hops=max_hops,
-            entity_types=_choose(list(ov.entity_types), list(gcfg.entity_types), ENTITY_TYPES, "entity_types"),
+            entity_types=_choose(
+                list(ov.entity_types), list(gcfg.entity_types), ENTITY_TYPES, "entity_types"
+            ),
             relationship_types=_choose(
-                list(ov.relationship_types), list(gcfg.relationship_types), RELATIONSHIP_TYPES, "relationship_types"
+                list(ov.relationship_types),
+                list(gcfg.relationship_types),
+                RELATIONSHIP_TYPES,
+                "relationship_types",
             ),
             hop_decay=gcfg.hop_decay,
             max_seeds=gcfg.max_seeds,
@@ -74,9 +79,13 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             await context.abort(err.code, err.message)
         counts = await self._store.counts(request.corpus_id)
         return graph_pb2.GraphStatsResponse(
-            entities_by_type={k.removeprefix("entities."): v for k, v in counts.items() if k.startswith("entities.")},
+            entities_by_type={
+                k.removeprefix("entities."): v for k, v in counts.items() if k.startswith("entities.")
+            },
             relationships_by_type={
-                k.removeprefix("relationships."): v for k, v in counts.items() if k.startswith("relationships.")
+                k.removeprefix("relationships."): v
+                for k, v in counts.items()
+                if k.startswith("relationships.")
             },
             entities=counts.get("entities", 0),
             relationships=counts.get("relationships", 0),

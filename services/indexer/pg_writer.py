@@ -13,8 +13,18 @@ from tribrid.models import Chunk
 from tribrid.text import to_tsvector_literal, tokenize
 
 _CHUNK_COLS = [
-    "corpus_id", "chunk_id", "file_path", "start_line", "end_line", "language", "kind", "symbol",
-    "content", "embedding", "tsv", "term_count",
+    "corpus_id",
+    "chunk_id",
+    "file_path",
+    "start_line",
+    "end_line",
+    "language",
+    "kind",
+    "symbol",
+    "content",
+    "embedding",
+    "tsv",
+    "term_count",
 ]
 
 
@@ -50,10 +60,22 @@ def _chunk_records(write: RunWrite) -> tuple[list[tuple[object, ...]], list[tupl
     for chunk, vector in zip(write.chunks, write.vectors, strict=True):
         terms = tokenize(chunk.embed_text)
         tsv, length = to_tsvector_literal(terms)
-        chunk_rows.append((
-            write.corpus_id, chunk.chunk_id, chunk.file_path, chunk.start_line, chunk.end_line, chunk.language,
-            chunk.kind, chunk.symbol, chunk.content, vector, tsv, length,
-        ))
+        chunk_rows.append(
+            (
+                write.corpus_id,
+                chunk.chunk_id,
+                chunk.file_path,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.language,
+                chunk.kind,
+                chunk.symbol,
+                chunk.content,
+                vector,
+                tsv,
+                length,
+            )
+        )
         for term, tf in Counter(terms).items():
             posting_rows.append((write.corpus_id, term, chunk.chunk_id, tf, length))
     return chunk_rows, posting_rows
@@ -68,29 +90,38 @@ async def apply_run(pool: asyncpg.Pool, write: RunWrite) -> int:
             """INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim)
                VALUES ($1, $2, $3, $4)
                ON CONFLICT (corpus_id) DO UPDATE SET root_path = EXCLUDED.root_path""",
-            write.corpus_id, write.root_path, write.embedding_model, write.embedding_dim,
+            write.corpus_id,
+            write.root_path,
+            write.embedding_model,
+            write.embedding_dim,
         )
         # Lock the corpus row: two runs on one corpus take turns instead of interleaving.
         await conn.execute("SELECT 1 FROM corpora WHERE corpus_id = $1 FOR UPDATE", write.corpus_id)
-        await conn.execute("DELETE FROM chunks WHERE corpus_id = $1 AND file_path = ANY($2::text[])",
-                           write.corpus_id, gone)
-        await conn.execute("DELETE FROM files WHERE corpus_id = $1 AND file_path = ANY($2::text[])",
-                           write.corpus_id, gone)
+        await conn.execute(
+            "DELETE FROM chunks WHERE corpus_id = $1 AND file_path = ANY($2::text[])", write.corpus_id, gone
+        )
+        await conn.execute(
+            "DELETE FROM files WHERE corpus_id = $1 AND file_path = ANY($2::text[])", write.corpus_id, gone
+        )
         # COPY has no binary tsvector encoder in asyncpg: stage the tsvector as text, cast on insert.
         await conn.execute(
             "CREATE TEMP TABLE chunk_stage (LIKE chunks INCLUDING DEFAULTS) ON COMMIT DROP;"
             "ALTER TABLE chunk_stage ALTER COLUMN tsv TYPE text"
         )
         await conn.copy_records_to_table("chunk_stage", records=chunk_rows, columns=_CHUNK_COLS)
-        await conn.execute(f"INSERT INTO chunks ({', '.join(_CHUNK_COLS)}) "
-                           f"SELECT {', '.join(c if c != 'tsv' else 'tsv::tsvector' for c in _CHUNK_COLS)} "
-                           "FROM chunk_stage")
+        await conn.execute(
+            f"INSERT INTO chunks ({', '.join(_CHUNK_COLS)}) "
+            f"SELECT {', '.join(c if c != 'tsv' else 'tsv::tsvector' for c in _CHUNK_COLS)} "
+            "FROM chunk_stage"
+        )
         await conn.copy_records_to_table(
             "postings", records=posting_rows, columns=["corpus_id", "term", "chunk_id", "tf", "doc_terms"]
         )
         await conn.copy_records_to_table(
             "files",
-            records=[(write.corpus_id, f.file_path, f.content_hash, f.language) for f in write.replaced_files],
+            records=[
+                (write.corpus_id, f.file_path, f.content_hash, f.language) for f in write.replaced_files
+            ],
             columns=["corpus_id", "file_path", "content_hash", "language"],
         )
         generation: int = await conn.fetchval(
@@ -111,7 +142,9 @@ async def apply_run(pool: asyncpg.Pool, write: RunWrite) -> int:
 async def delete_corpus(pool: asyncpg.Pool, corpus_id: str) -> int | None:
     """Delete a corpus and everything in it; None if it did not exist, else its chunk count."""
     async with pool.acquire() as conn, conn.transaction():
-        count = await conn.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1 FOR UPDATE", corpus_id)
+        count = await conn.fetchval(
+            "SELECT chunk_count FROM corpora WHERE corpus_id = $1 FOR UPDATE", corpus_id
+        )
         if count is None:
             return None
         await conn.execute("DELETE FROM postings WHERE corpus_id = $1", corpus_id)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import asyncpg
 import numpy as np
+from tribrid.indexing.chunker import chunk_file
+from tribrid.indexing.python_graph import FileGraph, extract_python, resolve
+from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 
 from services.indexer.pg_writer import FileRecord, RunWrite, apply_run, load_file_hashes
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.python_graph import FileGraph, extract_python, resolve
-from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk, Entity, Relation
 from tribrid.search_common import invalid, validate_corpus_id
 from tribrid.v1 import indexer_pb2
@@ -112,7 +112,7 @@ class IndexPipeline:
         root = Path(path)
         if not path or not root.is_absolute():
             raise invalid(f"path {path!r} must be an absolute directory path")
-        if not root.is_dir():
+        if not await asyncio.to_thread(root.is_dir):
             raise invalid(f"path {path!r} does not exist or is not a directory")
         # One run per corpus at a time in this process; the database row lock guards across processes.
         async with self._locks.setdefault(corpus_id, asyncio.Lock()):
@@ -174,6 +174,7 @@ class IndexPipeline:
             counts.entities = graph_counts.get("entities", 0)
             counts.relationships = graph_counts.get("relationships", 0)
             counts.generation = int(
-                await self._pool.fetchval("SELECT generation FROM corpora WHERE corpus_id = $1", corpus_id) or 0
+                await self._pool.fetchval("SELECT generation FROM corpora WHERE corpus_id = $1", corpus_id)
+                or 0
             )
         yield counts.event("done", done=True)

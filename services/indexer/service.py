@@ -63,7 +63,9 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         )
 
 
-def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder) -> ServiceSpec:
+def service_spec(
+    cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder
+) -> ServiceSpec:
     servicer = IndexerServicer(cfg, pool, graph, embedder)
     return ServiceSpec(
         full_name="tribrid.v1.Indexer",

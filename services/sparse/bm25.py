@@ -1,6 +1,7 @@
 """BM25 inside PostgreSQL over the `postings` inverted index (term, chunk, tf, chunk length).
 
-score(d, q) = sum over query terms t of idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
+score(d, q) = sum over query terms t of
+    idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
 with idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5)) (the Lucene form, never negative).
 """
 

@@ -27,7 +27,9 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
         started = time.perf_counter()
         scfg = self._cfg.sparse
         try:
-            params = validate_search(request, scfg.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars)
+            params = validate_search(
+                request, scfg.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
+            )
             ov = request.overrides
             k1 = ov.bm25_k1 if ov.HasField("bm25_k1") else scfg.bm25_k1
             b = ov.bm25_b if ov.HasField("bm25_b") else scfg.bm25_b

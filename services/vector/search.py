@@ -43,10 +43,13 @@ async def vector_search(
     async with pool.acquire() as conn, conn.transaction():
         # ef_search must cover top_k, or HNSW returns fewer rows than asked for.
         await conn.execute(
-            "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)",
+            "SELECT set_config('hnsw.ef_search', $1, true),"
+            " set_config('hnsw.iterative_scan', 'strict_order', true)",
             str(max(ef_search, params.top_k)),
         )
         rows = await conn.fetch(sql, params.corpus_id, query_vector, params.top_k, *filter_args)
     return [
-        ScoredChunk(chunk_row(r), float(r["score"])) for r in rows if float(r["score"]) >= similarity_threshold
+        ScoredChunk(chunk_row(r), float(r["score"]))
+        for r in rows
+        if float(r["score"]) >= similarity_threshold
     ]

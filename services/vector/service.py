@@ -28,12 +28,16 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         started = time.perf_counter()
         vcfg = self._cfg.vector
         try:
-            params = validate_search(request, vcfg.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars)
+            params = validate_search(
+                request, vcfg.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
+            )
             ov = request.overrides
             ef_search = ov.ef_search if ov.HasField("ef_search") else vcfg.ef_search
             if not 1 <= ef_search <= vcfg.max_ef_search:
                 raise invalid(f"ef_search must be between 1 and {vcfg.max_ef_search}, got {ef_search}")
-            threshold = ov.similarity_threshold if ov.HasField("similarity_threshold") else vcfg.similarity_threshold
+            threshold = (
+                ov.similarity_threshold if ov.HasField("similarity_threshold") else vcfg.similarity_threshold
+            )
             vector = await self._queries.embed_query(params.query)
             found = await vector_search(self._pool, vcfg, params, vector, ef_search, threshold)
             if not found and not await corpus_exists(self._pool, params.corpus_id):

@@ -1,0 +1,74 @@
+"""Fusion math against hand-computed examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.fusion.fuse import Ranked, normalize_scores, normalize_weights, rrf, weighted
+
+
+def ranked(*ids: str) -> list[Ranked]:
+    return [Ranked(i, 1.0 / (n + 1)) for n, i in enumerate(ids)]
+
+
+def test_rrf_equal_weights_hand_computed() -> None:
+    fused = rrf({"a": ranked("x", "y"), "b": ranked("y", "z")}, {"a": 1, "b": 1}, k=60)
+    scores = {f.item_id: f.score for f in fused}
+    assert scores["y"] == pytest.approx(0.5 / 62 + 0.5 / 61)
+    assert scores["x"] == pytest.approx(0.5 / 61)
+    assert scores["z"] == pytest.approx(0.5 / 62)
+    assert [f.item_id for f in fused] == ["y", "x", "z"]
+
+
+def test_rrf_k_changes_the_order() -> None:
+    # x: rank 1 in one leg; y: rank 3 in both legs. Small k favours the single top hit.
+    legs = {"a": ranked("x", "p", "y"), "b": ranked("q", "r", "y")}
+    small = [f.item_id for f in rrf(legs, {"a": 1, "b": 1}, k=1)]
+    large = [f.item_id for f in rrf(legs, {"a": 1, "b": 1}, k=60)]
+    assert small.index("x") < small.index("y")
+    assert large.index("y") < large.index("x")
+
+
+def test_rrf_weights_are_normalized_and_applied() -> None:
+    fused = rrf({"a": ranked("x"), "b": ranked("y")}, {"a": 3, "b": 1}, k=60)
+    assert [f.item_id for f in fused] == ["x", "y"]
+    assert fused[0].score == pytest.approx(0.75 / 61)
+    assert fused[1].score == pytest.approx(0.25 / 61)
+    assert fused[0].contributions["b"].rank == 0  # absent from leg b, and said so
+
+
+def test_rrf_ties_break_by_best_rank_then_id() -> None:
+    # Same score for "m" and "n" (each rank 1 in one equal-weight leg): order by id.
+    fused = rrf({"a": ranked("n"), "b": ranked("m")}, {"a": 1, "b": 1}, k=60)
+    assert [f.item_id for f in fused] == ["m", "n"]
+    again = rrf({"b": ranked("m"), "a": ranked("n")}, {"a": 1, "b": 1}, k=60)
+    assert [f.item_id for f in again] == ["m", "n"]
+
+
+def test_rrf_rejects_bad_k_and_weights() -> None:
+    with pytest.raises(ValueError):
+        rrf({"a": ranked("x")}, {"a": 1}, k=0)
+    with pytest.raises(ValueError):
+        normalize_weights({"a": 0, "b": 0})
+    assert normalize_weights({"a": 0.4, "b": 0.3, "c": 0.3}) == pytest.approx({"a": 0.4, "b": 0.3, "c": 0.3})
+    assert normalize_weights({"a": 2, "b": 2}) == {"a": 0.5, "b": 0.5}
+
+
+def test_normalization_edge_cases() -> None:
+    assert normalize_scores([5.0], "min_max") == [1.0]
+    assert normalize_scores([2.0, 2.0, 2.0], "min_max") == [1.0, 1.0, 1.0]
+    assert normalize_scores([2.0, 2.0], "z_score") == [1.0, 1.0]
+    assert normalize_scores([1.0, 3.0], "min_max") == [0.0, 1.0]
+    # z_score: mean 2, std 1 -> [mean-3std, mean+3std] = [-1, 5] maps to [0, 1]
+    assert normalize_scores([1.0, 3.0], "z_score") == pytest.approx([2 / 6, 4 / 6])
+    assert normalize_scores([3.0, 1.0], "none") == [3.0, 1.0]
+    assert normalize_scores([], "min_max") == []
+
+
+def test_weighted_fusion_hand_computed() -> None:
+    legs = {"a": [Ranked("x", 10.0), Ranked("y", 5.0)], "b": [Ranked("y", 0.9), Ranked("z", 0.1)]}
+    fused = weighted(legs, {"a": 0.5, "b": 0.5}, "min_max")
+    scores = {f.item_id: f.score for f in fused}
+    assert scores == pytest.approx({"x": 0.5, "y": 0.5, "z": 0.0})
+    # x and y tie at 0.5; both best rank 1; id decides
+    assert [f.item_id for f in fused] == ["x", "y", "z"]

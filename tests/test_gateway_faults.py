@@ -1,0 +1,97 @@
+"""Gateway behaviour when a leg misbehaves: a deliberately hanging leg next to the real ones."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from services.fusion.gateway import Gateway, LegClient
+from tests.conftest import SAMPLE_CORPUS, Stack
+from tribrid.search_common import RequestError
+from tribrid.server import RunningServer, ServiceSpec, start_server
+from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, vector_pb2_grpc
+
+
+class HangingVector(vector_pb2_grpc.VectorSearchServicer):
+    """An injected fault: a vector leg that never answers in time."""
+
+    async def Search(
+        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.SearchResponse:
+        await asyncio.sleep(30)
+        return common_pb2.SearchResponse()
+
+
+@pytest.fixture
+async def hanging_vector() -> AsyncIterator[RunningServer]:
+    servicer = HangingVector()
+    spec = ServiceSpec(
+        "tribrid.v1.VectorSearch", lambda s: vector_pb2_grpc.add_VectorSearchServicer_to_server(servicer, s)
+    )
+    server = await start_server([spec], "127.0.0.1", 0)
+    yield server
+    await server.stop(0)
+
+
+def gateway_with(stack: Stack, vector_port: int) -> Gateway:
+    legs = {
+        "vector": LegClient("vector", f"127.0.0.1:{vector_port}"),
+        "sparse": LegClient("sparse", f"127.0.0.1:{stack.servers['sparse'].port}"),
+        "graph": LegClient("graph", f"127.0.0.1:{stack.servers['graph'].port}"),
+    }
+    return Gateway(stack.cfg, legs)
+
+
+async def test_hanging_leg_is_dropped_at_its_deadline(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, hanging_vector: RunningServer
+) -> None:
+    gateway = gateway_with(stack, hanging_vector.port)
+    request = common_pb2.SearchRequest(
+        corpus_id=SAMPLE_CORPUS,
+        query="validate_card_number",
+        overrides=common_pb2.SearchOverrides(leg_timeout_ms=500),
+    )
+    started = time.monotonic()
+    reply = await gateway.search(request, remaining_s=10.0)
+    elapsed = time.monotonic() - started
+    await gateway.close()
+
+    status = {r.leg: r.status for r in reply.legs}
+    assert status == {
+        common_pb2.LEG_VECTOR: fusion_pb2.LEG_STATUS_TIMEOUT,
+        common_pb2.LEG_SPARSE: fusion_pb2.LEG_STATUS_OK,
+        common_pb2.LEG_GRAPH: fusion_pb2.LEG_STATUS_OK,
+    }
+    assert reply.partial
+    assert "DEADLINE_EXCEEDED" in next(r.error for r in reply.legs if r.leg == common_pb2.LEG_VECTOR)
+    assert reply.matches[0].symbol == "shop.payment.validate_card_number"
+    assert all(e.leg != common_pb2.LEG_VECTOR for m in reply.matches for e in m.explain)
+    assert elapsed < 5.0  # dropped at ~0.5 s, far before the hanging leg's 30 s (loose: shared CI cores)
+
+
+async def test_caller_deadline_caps_leg_budget(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, hanging_vector: RunningServer
+) -> None:
+    gateway = gateway_with(stack, hanging_vector.port)
+    request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart")
+    reply = await gateway.search(request, remaining_s=0.4)  # configured leg timeout is 2 s
+    budget = next(r.budget_ms for r in reply.legs if r.leg == common_pb2.LEG_VECTOR)
+    assert budget <= 400
+    with pytest.raises(RequestError) as excinfo:
+        await gateway.search(request, remaining_s=0.001)
+    assert excinfo.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    await gateway.close()
+
+
+async def test_all_legs_down_is_unavailable(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    dead = {leg: LegClient(leg, "127.0.0.1:1") for leg in ("vector", "sparse", "graph")}
+    gateway = Gateway(stack.cfg, dead)
+    with pytest.raises(RequestError) as excinfo:
+        await gateway.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"), remaining_s=5)
+    assert excinfo.value.code == grpc.StatusCode.UNAVAILABLE
+    assert "vector" in excinfo.value.message and "graph" in excinfo.value.message
+    await gateway.close()

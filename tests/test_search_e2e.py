@@ -1,0 +1,139 @@
+"""The whole stack on real stores: index the fixture repository, then ask each leg and the gateway."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from tests.conftest import SAMPLE_CORPUS, Stack
+from tribrid.v1 import (
+    common_pb2,
+    fusion_pb2,
+    fusion_pb2_grpc,
+    graph_pb2_grpc,
+    indexer_pb2,
+    sparse_pb2_grpc,
+    vector_pb2_grpc,
+)
+
+STUBS = {
+    "vector": vector_pb2_grpc.VectorSearchStub,
+    "sparse": sparse_pb2_grpc.SparseSearchStub,
+    "graph": graph_pb2_grpc.GraphSearchStub,
+    "fusion": fusion_pb2_grpc.FusionStub,
+}
+
+
+async def search(stack: Stack, service: str, query: str, **fields: object) -> list[common_pb2.ChunkMatch]:
+    async with stack.channel(service) as channel:
+        request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query=query, **fields)  # type: ignore[arg-type]
+        reply = await STUBS[service](channel).Search(request, timeout=30)
+    return list(reply.matches)
+
+
+def symbols(matches: list[common_pb2.ChunkMatch]) -> list[str]:
+    return [m.symbol for m in matches]
+
+
+async def test_index_counts_and_gitignore(sample_corpus: indexer_pb2.IndexProgress) -> None:
+    assert sample_corpus.done
+    # 6 python files + README.md + .gitignore; build/ and *.log are ignored by .gitignore
+    assert sample_corpus.files_seen - sample_corpus.files_skipped == 8
+    assert sample_corpus.chunks_total == sample_corpus.chunks_embedded
+    assert sample_corpus.entities > 0 and sample_corpus.relationships > 0
+
+
+async def test_vector_leg_finds_paraphrase(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    matches = await search(
+        stack, "vector", "reduce the price for customers who have been members a long time"
+    )
+    assert matches[0].symbol == "shop.pricing.compute_discount"
+    assert matches[0].leg == common_pb2.LEG_VECTOR
+    assert [e.rank for e in matches[0].explain] == [1]
+
+
+async def test_sparse_leg_finds_identifier(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    matches = await search(stack, "sparse", "validate_card_number")
+    assert matches[0].symbol == "shop.payment.validate_card_number"
+    assert matches[0].file_path == "shop/payment.py"
+    assert (matches[0].start_line, matches[0].end_line) == (4, 14)
+    # identifier parts match too: "card number" reaches the same definition
+    assert "shop.payment.validate_card_number" in symbols(await search(stack, "sparse", "card number"))
+
+
+async def test_graph_leg_finds_callers(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    matches = await search(stack, "graph", "who calls compute_discount")
+    found = symbols(matches)
+    assert found[0] == "shop.pricing.compute_discount"  # the seed itself, hop 0
+    assert "shop.cart.Cart.total_price" in found[:3]  # its caller, one hop away
+    caller = matches[found.index("shop.cart.Cart.total_price")]
+    assert "hops=1" in caller.explain[0].detail
+
+
+async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    async with stack.channel("fusion") as channel:
+        request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number", top_k=5)
+        reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
+    assert [r.status for r in reply.legs] == [fusion_pb2.LEG_STATUS_OK] * 3
+    assert not reply.partial
+    assert reply.matches[0].symbol == "shop.payment.validate_card_number"
+    assert len(reply.matches) <= 5
+    top = reply.matches[0]
+    assert {e.leg for e in top.explain} == {
+        common_pb2.LEG_VECTOR,
+        common_pb2.LEG_SPARSE,
+        common_pb2.LEG_GRAPH,
+    }
+    assert top.score == pytest.approx(
+        sum(
+            0.4 / (60 + e.rank) if e.leg == common_pb2.LEG_VECTOR else 0.3 / (60 + e.rank)
+            for e in top.explain
+            if e.rank
+        )
+    )
+
+
+async def test_filters_on_every_leg(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    for service in ("vector", "sparse", "graph"):
+        only_md = await search(
+            stack,
+            service,
+            "card payments Luhn validate_card_number",
+            filters=common_pb2.SearchFilters(languages=["markdown"]),
+        )
+        assert all(m.language == "markdown" for m in only_md), service
+        in_cart = await search(
+            stack,
+            service,
+            "compute_discount price",
+            filters=common_pb2.SearchFilters(path_glob="shop/cart.py"),
+        )
+        assert in_cart and all(m.file_path == "shop/cart.py" for m in in_cart), service
+
+
+@pytest.mark.parametrize("service", ["vector", "sparse", "graph", "fusion"])
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"query": "  "}, "query is empty"),
+        ({"query": "x", "top_k": 0}, "top_k must be between 1 and"),
+        ({"query": "x", "top_k": 100_000}, "top_k must be between 1 and"),
+        ({"query": "cart", "corpus_id": "no-such-corpus"}, "unknown corpus"),
+        ({"query": "cart", "corpus_id": "bad name!"}, "corpus_id"),
+    ],
+)
+async def test_bad_requests_are_invalid_argument(
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    service: str,
+    fields: dict[str, object],
+    message: str,
+) -> None:
+    request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS)
+    for key, value in fields.items():
+        setattr(request, key, value)
+    async with stack.channel(service) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+            await STUBS[service](channel).Search(request, timeout=30)
+    assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in (excinfo.value.details() or "")
