@@ -1,0 +1,132 @@
+"""The graph-store interface every backend implements, plus the input checks they share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
+from tribrid.models import Entity, EntityHit, Relation
+
+MAX_HOPS = 5  # mirrors GraphSearchConfig.max_hops (le=5)
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Code-graph storage for one or more corpora: entities (nodes) and typed relations (edges).
+
+    Every method takes the corpus id; data of different corpora never mix.
+    """
+
+    async def ensure_schema(self, corpus_id: str) -> None:
+        """Create the indexes this store relies on; safe to call any number of times."""
+        ...
+
+    async def upsert_entities(self, corpus_id: str, entities: Sequence[Entity]) -> int:
+        """Insert or update entities by id; returns how many were written."""
+        ...
+
+    async def upsert_relations(self, corpus_id: str, relations: Sequence[Relation]) -> int:
+        """Insert relations (once per source, target and type); returns how many have both endpoints.
+
+        Relations whose endpoints are not stored are skipped. Unknown types raise ValueError.
+        """
+        ...
+
+    async def delete_files(self, corpus_id: str, file_paths: Sequence[str]) -> int:
+        """Delete the entities of these files and their relations; returns entities deleted."""
+        ...
+
+    async def delete_corpus(self, corpus_id: str) -> None:
+        """Delete everything stored for the corpus."""
+        ...
+
+    async def find_seeds(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], limit: int
+    ) -> list[tuple[Entity, float]]:
+        """Entities whose name or qualified name matches a term, case-insensitively.
+
+        Score per entity is its best over the terms: 1.0 when the name or the qualified name
+        equals the term, 0.7 when the name starts with it, 0.4 when the name or the qualified
+        name contains it. Ordered by score (desc), then entity id.
+        """
+        ...
+
+    async def expand(
+        self,
+        corpus_id: str,
+        seed_ids: Sequence[str],
+        max_hops: int,
+        relationship_types: Sequence[str],
+        limit: int,
+    ) -> list[EntityHit]:
+        """Entities reachable from the seeds in 1..max_hops steps over the given relation types.
+
+        Relations are followed in both directions. Each hit carries its minimum hop count, the
+        seed and the relation types of a shortest path (ties: smallest seed id, then smallest
+        type sequence). Seeds themselves are not hits. Ordered by hops, then entity id.
+        """
+        ...
+
+    async def get_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> list[Entity]:
+        """The stored entities among these ids, in the order asked (unknown ids are skipped)."""
+        ...
+
+    async def counts(self, corpus_id: str) -> dict[str, int]:
+        """Totals ("entities", "relationships") and per type ("entities.<type>", "relationships.<type>")."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise if the database cannot be reached."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def check_corpus_id(corpus_id: str) -> str:
+    if not isinstance(corpus_id, str) or not corpus_id or "\x00" in corpus_id:
+        raise ValueError(f"corpus_id must be a non-empty string without NUL, got {corpus_id!r}")
+    return corpus_id
+
+
+def check_max_hops(max_hops: int) -> int:
+    # It is formatted into the query text (Cypher can't parameterize a path length): be strict.
+    if type(max_hops) is not int or not 1 <= max_hops <= MAX_HOPS:
+        raise ValueError(f"max_hops must be an int in 1..{MAX_HOPS}, got {max_hops!r}")
+    return max_hops
+
+
+def check_entity_types(entity_types: Sequence[str]) -> list[str]:
+    unknown = sorted(set(entity_types) - set(ENTITY_TYPES))
+    if unknown:
+        raise ValueError(f"unknown entity types {unknown}; allowed: {list(ENTITY_TYPES)}")
+    return sorted(set(entity_types))
+
+
+def check_relationship_types(relationship_types: Sequence[str]) -> list[str]:
+    unknown = sorted(set(relationship_types) - set(RELATIONSHIP_TYPES))
+    if unknown:
+        raise ValueError(f"unknown relationship types {unknown}; allowed: {list(RELATIONSHIP_TYPES)}")
+    return sorted(set(relationship_types))
+
+
+def check_entity(corpus_id: str, entity: Entity) -> None:
+    if entity.corpus_id != corpus_id:
+        raise ValueError(
+            f"entity {entity.entity_id!r} belongs to corpus {entity.corpus_id!r}, not {corpus_id!r}"
+        )
+    if entity.type not in ENTITY_TYPES:
+        raise ValueError(f"entity {entity.entity_id!r} has unknown type {entity.type!r}")
+    if not entity.entity_id:
+        raise ValueError("entity id must not be empty")
+    # FalkorDB cuts a query at a NUL byte in any string parameter; no real name or path has one.
+    texts = (entity.entity_id, entity.name, entity.qualified_name, entity.file_path, entity.chunk_id)
+    if any("\x00" in text for text in texts):
+        raise ValueError(f"entity {entity.entity_id!r} has a NUL character in a text field")
+
+
+def clean_strings(values: Sequence[str]) -> list[str]:
+    """Unique non-empty values in first-seen order; values with NUL are dropped (never stored)."""
+    return [v for v in dict.fromkeys(values) if v and "\x00" not in v]

@@ -1,0 +1,162 @@
+"""All Cypher text used by the graph stores, and the one place that knows how the dialects differ.
+
+Both FalkorDB (native protocol) and Neo4j 5 accept the shared queries below as they are. Values
+always travel as query parameters; the only things formatted into query text are relationship
+labels (from a fixed whitelist) because Cypher cannot parameterize them.
+
+Nodes: (:Entity {id, corpus_id, type, name, qualified_name, file_path, start_line, end_line,
+chunk_id}). Relationships: one label per relationship type, upper-cased (calls -> CALLS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tribrid.config import RELATIONSHIP_TYPES
+
+# relationship type (as in config.RELATIONSHIP_TYPES) <-> relationship label in the database
+REL_LABELS: dict[str, str] = {rel_type: rel_type.upper() for rel_type in RELATIONSHIP_TYPES}
+REL_TYPES_BY_LABEL: dict[str, str] = {label: rel_type for rel_type, label in REL_LABELS.items()}
+
+# find_seeds scores, sent as parameters
+EXACT_SCORE = 1.0
+PREFIX_SCORE = 0.7
+SUBSTRING_SCORE = 0.4
+
+ENTITY_COLUMNS = (
+    "e.id AS id, e.corpus_id AS corpus_id, e.type AS type, e.name AS name, "
+    "e.qualified_name AS qualified_name, e.file_path AS file_path, "
+    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id"
+)
+
+UPSERT_ENTITIES = """
+UNWIND $rows AS row
+MERGE (e:Entity {corpus_id: $corpus_id, id: row.id})
+SET e += row
+RETURN count(*) AS written
+"""
+
+# Deletes are batched so that a huge corpus never becomes one huge transaction (Neo4j).
+DELETE_FILE_ENTITIES = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+WHERE e.file_path IN $file_paths
+WITH e LIMIT $batch
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+
+DELETE_CORPUS_ENTITIES = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+WITH e LIMIT $batch
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+
+# One scan; toLower on both sides makes the match case-insensitive ($terms arrive lower-cased).
+FIND_SEEDS = f"""
+MATCH (e:Entity {{corpus_id: $corpus_id}})
+WHERE e.type IN $entity_types
+WITH e, toLower(e.name) AS name, toLower(e.qualified_name) AS qname
+WHERE any(term IN $terms WHERE name CONTAINS term OR qname CONTAINS term)
+WITH e, reduce(best = 0.0, term IN $terms |
+    CASE
+        WHEN name = term OR qname = term THEN $exact_score
+        WHEN best < $prefix_score AND name STARTS WITH term THEN $prefix_score
+        WHEN best < $substring_score AND (name CONTAINS term OR qname CONTAINS term) THEN $substring_score
+        ELSE best
+    END) AS score
+RETURN {ENTITY_COLUMNS}, score
+ORDER BY score DESC, id ASC
+LIMIT $limit
+"""
+
+GET_ENTITIES = f"""
+UNWIND $ids AS entity_id
+MATCH (e:Entity {{corpus_id: $corpus_id, id: entity_id}})
+RETURN {ENTITY_COLUMNS}
+"""
+
+COUNT_ENTITIES = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+RETURN e.type AS type, count(*) AS n
+"""
+
+COUNT_RELATIONSHIPS = """
+MATCH (:Entity {corpus_id: $corpus_id})-[r]->(:Entity {corpus_id: $corpus_id})
+RETURN type(r) AS type, count(*) AS n
+"""
+
+
+def _labels(rel_types: list[str]) -> str:
+    # KeyError here means a caller skipped base.check_relationship_types: never format unknown text.
+    return "|".join(REL_LABELS[rel_type] for rel_type in rel_types)
+
+
+def upsert_relations(rel_type: str) -> str:
+    """MERGE relations of one type; rows are {source, target}."""
+    return f"""
+UNWIND $rows AS row
+MATCH (a:Entity {{corpus_id: $corpus_id, id: row.source}})
+MATCH (b:Entity {{corpus_id: $corpus_id, id: row.target}})
+MERGE (a)-[:{_labels([rel_type])}]->(b)
+RETURN count(*) AS written
+"""
+
+
+def neighbours(rel_types: list[str]) -> str:
+    """One breadth-first step: every (frontier id, relation label, neighbour id), both directions."""
+    return f"""
+UNWIND $ids AS source_id
+MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}})-[r:{_labels(rel_types)}]-(b:Entity)
+WHERE b.corpus_id = $corpus_id
+RETURN source_id, type(r) AS label, b.id AS target_id
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between the databases' Cypher: only schema DDL, as it turned out.
+
+    Traversal is a hop-by-hop breadth-first search built from the shared `neighbours` query
+    (exact minimum hops without enumerating every path), so neither dialect's shortestPath
+    form is needed; seed lookup uses plain string predicates, so no fulltext query either.
+    """
+
+    name: str
+    # Run in order by ensure_schema.
+    schema_statements: tuple[str, ...]
+    # Substring of the error raised when an index already exists; None when the DDL is idempotent.
+    existing_index_error: str | None = None
+
+    def is_existing_index_error(self, exc: BaseException) -> bool:
+        return self.existing_index_error is not None and self.existing_index_error in str(exc)
+
+
+# FalkorDB: one graph per corpus, so corpus_id has a single value per graph and an index on it
+# is useless (it only tempts the planner). Indexes are per attribute (a composite CREATE INDEX
+# indexes each attribute and fails whole if one exists), there is no IF NOT EXISTS, and
+# re-creating one fails with "Attribute 'x' is already indexed".
+FALKORDB = Dialect(
+    name="falkordb",
+    schema_statements=(
+        "CREATE INDEX FOR (e:Entity) ON (e.id)",
+        "CREATE INDEX FOR (e:Entity) ON (e.name)",
+        "CREATE INDEX FOR (e:Entity) ON (e.file_path)",
+        "CREATE FULLTEXT INDEX FOR (e:Entity) ON (e.name, e.qualified_name)",
+    ),
+    existing_index_error="already indexed",
+)
+
+# Neo4j 5: all corpora share one database, so every lookup key leads with corpus_id. The
+# uniqueness constraint makes MERGE on (corpus_id, id) safe under concurrency and brings its
+# own index.
+NEO4J = Dialect(
+    name="neo4j",
+    schema_statements=(
+        "CREATE CONSTRAINT entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE (e.corpus_id, e.id) IS UNIQUE",
+        "CREATE INDEX entity_corpus IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id)",
+        "CREATE INDEX entity_name IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.name)",
+        "CREATE INDEX entity_file IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.file_path)",
+        "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.qualified_name]",
+    ),
+)

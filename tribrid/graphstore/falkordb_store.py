@@ -1,0 +1,105 @@
+"""FalkorDB adapter: native `falkordb` asyncio client, one graph per corpus."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from falkordb.asyncio import FalkorDB
+from redis.asyncio import BlockingConnectionPool
+from redis.exceptions import ResponseError
+
+from tribrid.config import GraphStoreConfig
+from tribrid.graphstore.base import check_corpus_id
+from tribrid.graphstore.cypher import FALKORDB
+from tribrid.graphstore.cypher_store import CypherGraphStore, Row
+
+# FalkorDB's answer to any command on a graph (Redis key) that does not exist yet.
+_MISSING_GRAPH_ERROR = "empty key"
+
+
+class FalkorDBGraphStore(CypherGraphStore):
+    dialect = FALKORDB
+
+    def __init__(
+        self,
+        cfg: GraphStoreConfig,
+        *,
+        max_connections: int = 32,
+        pool_timeout_s: float = 10.0,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        super().__init__(cfg.write_batch_size)
+        self._graph_prefix = cfg.graph_prefix
+        # A blocking pool makes concurrent tasks wait for a free connection instead of failing.
+        self._pool = BlockingConnectionPool(
+            host=cfg.falkordb_host,
+            port=cfg.falkordb_port,
+            max_connections=max_connections,
+            timeout=pool_timeout_s,
+            socket_connect_timeout=connect_timeout_s,
+            decode_responses=True,  # the falkordb client expects str replies
+        )
+        self._db: Any = None
+        self._db_lock = asyncio.Lock()
+
+    def graph_name(self, corpus_id: str) -> str:
+        return self._graph_prefix + check_corpus_id(corpus_id)
+
+    async def _client(self) -> Any:
+        # falkordb.asyncio.FalkorDB() probes the server (cluster or not) with a *blocking* call,
+        # so it is built lazily, off the event loop.
+        if self._db is not None:
+            return self._db
+        async with self._db_lock:
+            if self._db is None:
+                self._db = await asyncio.to_thread(FalkorDB, connection_pool=self._pool)
+            return self._db
+
+    async def _graph(self, corpus_id: str) -> Any:
+        return (await self._client()).select_graph(self.graph_name(corpus_id))
+
+    async def _run(self, corpus_id: str, query: str, params: Row, *, write: bool) -> list[Row]:
+        graph = await self._graph(corpus_id)
+        try:
+            if write:
+                result = await graph.query(query, params)
+            else:
+                result = await graph.ro_query(query, params)
+        except ResponseError as exc:
+            # Reading a corpus never written: nothing there (and don't create an empty graph).
+            if not write and _MISSING_GRAPH_ERROR in str(exc):
+                return []
+            raise
+        names = [column[1] for column in result.header]  # compact header: [type, name] pairs
+        return [dict(zip(names, values, strict=True)) for values in result.result_set]
+
+    async def _graph_exists(self, corpus_id: str) -> bool:
+        client = await self._client()
+        return bool(await client.connection.exists(self.graph_name(corpus_id)))
+
+    async def delete_files(self, corpus_id: str, file_paths: Sequence[str]) -> int:
+        # A write query on a missing graph would create an empty one.
+        if not await self._graph_exists(corpus_id):
+            return 0
+        return await super().delete_files(corpus_id, file_paths)
+
+    async def delete_corpus(self, corpus_id: str) -> None:
+        graph = await self._graph(corpus_id)
+        try:
+            await graph.delete()  # GRAPH.DELETE: drops nodes, edges and indexes at once
+        except ResponseError as exc:
+            if _MISSING_GRAPH_ERROR not in str(exc):
+                raise
+        self._schema_ready.discard(corpus_id)
+
+    async def ping(self) -> None:
+        client = await self._client()
+        await client.connection.ping()
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.aclose()
+            self._db = None
+        await self._pool.disconnect()
