@@ -58,7 +58,7 @@ async def stack(config: TriBridConfig) -> AsyncIterator[Stack]:
     )
     resources = Resources(cfg)
     servers = await start_services(cfg, ALL_SERVICES, resources)
-    yield Stack(resources.cfg, resources, dict(servers))
+    yield Stack(resources.cfg, resources, {str(name): server for name, server in servers.items()})
     for server in servers.values():
         await server.stop(0)
     await resources.close()

@@ -37,8 +37,8 @@ def symbols(matches: list[common_pb2.ChunkMatch]) -> list[str]:
 
 async def test_index_counts_and_gitignore(sample_corpus: indexer_pb2.IndexProgress) -> None:
     assert sample_corpus.done
-    # 6 python files + README.md + .gitignore; build/ and *.log are ignored by .gitignore
-    assert sample_corpus.files_seen - sample_corpus.files_skipped == 8
+    # 5 python files + README.md + .gitignore; build/ and *.log are ignored by .gitignore
+    assert sample_corpus.files_seen - sample_corpus.files_skipped == 7
     assert sample_corpus.chunks_total == sample_corpus.chunks_embedded
     assert sample_corpus.entities > 0 and sample_corpus.relationships > 0
 

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tribrid.config import ConfigError, TriBridConfig, load_config
+from tribrid.serve import ALL_SERVICES, ServiceName
 from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
 
@@ -101,7 +102,7 @@ def serve(
         _serve_background(cfg, which)
         return
     from tribrid import telemetry
-    from tribrid.serve import ALL_SERVICES, run
+    from tribrid.serve import run
 
     telemetry.setup_logging(cfg.telemetry)
     telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which.value}")
@@ -125,7 +126,7 @@ def _serve_background(cfg: TriBridConfig, which: Which) -> None:
         )
     _pid_file(cfg).write_text(str(proc.pid))
     started = time.monotonic()
-    names = ["vector", "sparse", "graph", "indexer", "fusion"] if which == Which.all else [which.value]
+    names: list[ServiceName] = list(ALL_SERVICES) if which == Which.all else [which.value]  # type: ignore[list-item]
     for name in names:
         if (
             not asyncio.run(_wait_healthy(cfg.services.address(name), deadline_s=120))
@@ -182,8 +183,8 @@ def status() -> None:
     table = Table("component", "state", "address", "detail")
     for store in embedded.status(cfg):
         table.add_row(store.name, "running" if store.running else "stopped", store.address, store.detail)
-    for name in ("vector", "sparse", "graph", "indexer", "fusion"):
-        address = cfg.services.address(name)  # type: ignore[arg-type]
+    for name in ALL_SERVICES:
+        address = cfg.services.address(name)
         healthy = asyncio.run(_wait_healthy(address, deadline_s=0.5))
         table.add_row(f"service {name}", "serving" if healthy else "down", address, "")
     console.print(table)
@@ -250,7 +251,10 @@ def delete(corpus: Annotated[str, typer.Option("--corpus", help="corpus name")])
     async def call() -> indexer_pb2.DeleteCorpusResponse:
         async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
             stub = indexer_pb2_grpc.IndexerStub(channel)
-            return await stub.DeleteCorpus(indexer_pb2.DeleteCorpusRequest(corpus_id=corpus), timeout=60)
+            reply: indexer_pb2.DeleteCorpusResponse = await stub.DeleteCorpus(
+                indexer_pb2.DeleteCorpusRequest(corpus_id=corpus), timeout=60
+            )
+            return reply
 
     try:
         reply = asyncio.run(call())

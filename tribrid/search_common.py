@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from tribrid.stores.postgres import ChunkRow
 from tribrid.v1 import common_pb2
@@ -20,6 +22,17 @@ class RequestError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+T = TypeVar("T")
+
+
+def override(overrides: Message, name: str, default: T) -> T:
+    """The request's value of an `optional` override field if set, else the configured default."""
+    if overrides.HasField(name):
+        value: T = getattr(overrides, name)
+        return value
+    return default
 
 
 def invalid(message: str) -> RequestError:

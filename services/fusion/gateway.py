@@ -14,7 +14,7 @@ import grpc
 from services.fusion.fuse import Fused, Normalization, Ranked, rrf, weighted
 from tribrid import telemetry
 from tribrid.config import TriBridConfig
-from tribrid.search_common import RequestError, invalid, validate_search
+from tribrid.search_common import RequestError, invalid, override, validate_search
 from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2_grpc, sparse_pb2_grpc, vector_pb2_grpc
 
 LEGS: dict[str, common_pb2.Leg.ValueType] = {
@@ -111,27 +111,24 @@ class FusionPlan:
 
 def plan(cfg: TriBridConfig, request: common_pb2.SearchRequest) -> FusionPlan:
     ov, fcfg = request.overrides, cfg.fusion
-    enabled = {leg: (getattr(ov, f"enable_{leg}") if ov.HasField(f"enable_{leg}") else True) for leg in LEGS}
-    weights = {
-        leg: getattr(ov, f"{leg}_weight") if ov.HasField(f"{leg}_weight") else getattr(fcfg, f"{leg}_weight")
-        for leg in LEGS
-    }
+    enabled = {leg: override(ov, f"enable_{leg}", True) for leg in LEGS}
+    weights = {leg: override(ov, f"{leg}_weight", float(getattr(fcfg, f"{leg}_weight"))) for leg in LEGS}
     if any(w < 0 for w in weights.values()):
         raise invalid(f"leg weights must be >= 0, got {weights}")
     if not any(enabled.values()):
         raise invalid("every leg is disabled: enable at least one of vector, sparse, graph")
     if sum(w for leg, w in weights.items() if enabled[leg]) <= 0:
         raise invalid("the enabled legs' weights sum to 0")
-    method = ov.fusion_method if ov.HasField("fusion_method") else fcfg.method
+    method = override(ov, "fusion_method", str(fcfg.method))
     if method not in ("rrf", "weighted"):
         raise invalid(f"fusion_method must be 'rrf' or 'weighted', got {method!r}")
-    normalization = ov.normalization if ov.HasField("normalization") else fcfg.normalization
+    normalization = override(ov, "normalization", str(fcfg.normalization))
     if normalization not in ("min_max", "z_score", "none"):
         raise invalid(f"normalization must be 'min_max', 'z_score' or 'none', got {normalization!r}")
-    rrf_k = ov.rrf_k if ov.HasField("rrf_k") else fcfg.rrf_k
+    rrf_k = override(ov, "rrf_k", fcfg.rrf_k)
     if rrf_k <= 0:
         raise invalid(f"rrf_k must be > 0, got {rrf_k}")
-    timeout_ms = ov.leg_timeout_ms if ov.HasField("leg_timeout_ms") else fcfg.leg_timeout_ms
+    timeout_ms = override(ov, "leg_timeout_ms", fcfg.leg_timeout_ms)
     if timeout_ms <= 0:
         raise invalid("leg_timeout_ms must be > 0")
     return FusionPlan(enabled, weights, method, normalization, rrf_k, timeout_ms / 1000)  # type: ignore[arg-type]

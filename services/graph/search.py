@@ -17,6 +17,18 @@ from tribrid.text import STOPWORDS
 # Identifier-like words, dotted names included ("json.loads", "Foo.bar", "parse_args").
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 MIN_TERM_LEN = 3
+# How much a matched entity is worth as an answer in itself: an import statement naming `foo`
+# matches as exactly as `def foo` does, but the definition is what the user wants to see.
+SEED_TYPE_WEIGHT = {"function": 1.0, "class": 1.0, "module": 0.9, "variable": 0.8, "import": 0.5}
+# How strongly a relationship ties two pieces of code together; a path is worth the product.
+RELATIONSHIP_WEIGHT = {"calls": 1.0, "inherits": 0.9, "references": 0.7, "imports": 0.6, "contains": 0.5}
+
+
+def path_weight(relationship_types: Sequence[str]) -> float:
+    weight = 1.0
+    for rel in relationship_types:
+        weight *= RELATIONSHIP_WEIGHT.get(rel, 0.5)
+    return weight
 
 
 def seed_terms(query: str) -> list[str]:
@@ -72,7 +84,8 @@ async def graph_search(
     seed_score = {entity.entity_id: score for entity, score in seeds}
     seed_name = {entity.entity_id: entity.qualified_name for entity, _ in seeds}
     for entity, score in seeds:
-        offer(entity, score * settings.hop_decay[0], 0, f"seed={entity.qualified_name} hops=0")
+        weight = SEED_TYPE_WEIGHT.get(entity.type, 1.0)
+        offer(entity, score * weight * settings.hop_decay[0], 0, f"seed={entity.qualified_name} hops=0")
     hits = await store.expand(
         params.corpus_id,
         list(seed_score),
@@ -81,7 +94,11 @@ async def graph_search(
         settings.max_expansion,
     )
     for hit in hits:
-        score = seed_score.get(hit.seed_id, 0.0) * settings.hop_decay[hit.hops]
+        score = (
+            seed_score.get(hit.seed_id, 0.0)
+            * settings.hop_decay[hit.hops]
+            * path_weight(hit.relationship_types)
+        )
         via = ",".join(hit.relationship_types)
         offer(
             hit.entity,

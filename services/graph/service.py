@@ -10,7 +10,14 @@ import grpc
 from services.graph.search import GraphSettings, graph_search
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore
-from tribrid.search_common import RequestError, invalid, to_matches, validate_corpus_id, validate_search
+from tribrid.search_common import (
+    RequestError,
+    invalid,
+    override,
+    to_matches,
+    validate_corpus_id,
+    validate_search,
+)
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
@@ -33,7 +40,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
     def _settings(self, ov: common_pb2.SearchOverrides) -> GraphSettings:
         gcfg = self._cfg.graph
-        max_hops = ov.max_hops if ov.HasField("max_hops") else gcfg.max_hops
+        max_hops = override(ov, "max_hops", gcfg.max_hops)
         if not 1 <= max_hops <= 5:
             raise invalid(f"max_hops must be between 1 and 5, got {max_hops}")
         return GraphSettings(

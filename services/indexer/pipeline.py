@@ -77,7 +77,10 @@ def _walk(root: Path, cfg: TriBridConfig) -> tuple[list[SourceFile], list[Skippe
     files: list[SourceFile] = []
     skipped: list[Skipped] = []
     for item in walk_corpus(root, cfg.indexer):
-        (files if isinstance(item, SourceFile) else skipped).append(item)
+        if isinstance(item, SourceFile):
+            files.append(item)
+        else:
+            skipped.append(item)
     return files, skipped
 
 

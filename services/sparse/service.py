@@ -9,7 +9,7 @@ import grpc
 
 from services.sparse.bm25 import bm25_search
 from tribrid.config import TriBridConfig
-from tribrid.search_common import RequestError, invalid, to_matches, validate_search
+from tribrid.search_common import RequestError, invalid, override, to_matches, validate_search
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
 from tribrid.text import query_terms
@@ -31,8 +31,8 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
                 request, scfg.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
             )
             ov = request.overrides
-            k1 = ov.bm25_k1 if ov.HasField("bm25_k1") else scfg.bm25_k1
-            b = ov.bm25_b if ov.HasField("bm25_b") else scfg.bm25_b
+            k1 = override(ov, "bm25_k1", scfg.bm25_k1)
+            b = override(ov, "bm25_b", scfg.bm25_b)
             if not (0 <= k1 <= 3 and 0 <= b <= 1):
                 raise invalid(f"bm25_k1 must be in 0..3 and bm25_b in 0..1, got k1={k1} b={b}")
             found = await bm25_search(self._pool, params, query_terms(params.query), k1, b)

@@ -10,7 +10,7 @@ import grpc
 from services.vector.search import vector_search
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, QueryEmbeddingCache
-from tribrid.search_common import RequestError, invalid, to_matches, validate_search
+from tribrid.search_common import RequestError, invalid, override, to_matches, validate_search
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
 from tribrid.v1 import common_pb2, vector_pb2_grpc
@@ -32,7 +32,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
                 request, vcfg.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
             )
             ov = request.overrides
-            ef_search = ov.ef_search if ov.HasField("ef_search") else vcfg.ef_search
+            ef_search = override(ov, "ef_search", vcfg.ef_search)
             if not 1 <= ef_search <= vcfg.max_ef_search:
                 raise invalid(f"ef_search must be between 1 and {vcfg.max_ef_search}, got {ef_search}")
             threshold = (

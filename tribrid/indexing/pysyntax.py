@@ -1,0 +1,92 @@
+"""Python syntax helpers shared by the chunker and the graph extractor, so both name things alike."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+DefinitionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+
+
+def split_lines(text: str) -> list[str]:
+    """Source lines as the Python tokenizer counts them: only \\n, \\r\\n and \\r end a line.
+
+    (str.splitlines also breaks at form feeds and other separators, which would shift line numbers.)
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start a new one
+    return lines
+
+
+def is_package_init(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] in ("__init__.py", "__init__.pyi")
+
+
+def module_name(path: str) -> str:
+    """Dotted module name of a corpus-relative path: a/b/c.py -> a.b.c, a/b/__init__.py -> a.b."""
+    stem = path
+    for suffix in PYTHON_SUFFIXES:
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    parts = stem.split("/")
+    if len(parts) > 1 and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def definitions(body: list[ast.stmt]) -> Iterator[DefinitionNode]:
+    """Defs and classes of a module or class body, including those under if/try/with blocks.
+
+    Conditional definitions (`if sys.platform == ...: def f()`) are still the scope's own names;
+    definitions inside loops or inside other functions are not.
+    """
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield stmt
+        else:
+            for block in _nested_blocks(stmt):
+                yield from definitions(block)
+
+
+def _nested_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    if isinstance(stmt, ast.If):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, ast.Try | ast.TryStar):
+        return [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+    if isinstance(stmt, ast.With | ast.AsyncWith):
+        return [stmt.body]
+    return []
+
+
+def scope_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a module or class body, descending the same blocks as `definitions`."""
+    for stmt in body:
+        yield stmt
+        for block in _nested_blocks(stmt):
+            yield from scope_statements(block)
+
+
+def first_line(node: DefinitionNode) -> int:
+    """First line of a definition, its decorators included."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+def last_line(node: ast.stmt) -> int:
+    return node.end_lineno if node.end_lineno is not None else node.lineno
+
+
+def signature(node: DefinitionNode) -> str:
+    """`def name(args) -> ret` / `class Name(bases)`, as written (normalised by ast.unparse)."""
+    if isinstance(node, ast.ClassDef):
+        bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
+        return f"class {node.name}({', '.join(bases)})" if bases else f"class {node.name}"
+    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+    returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
+    return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
