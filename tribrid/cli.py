@@ -27,7 +27,8 @@ from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-console = Console()
+# Wide enough for a result table even when stdout is not a terminal (make demo, CI logs).
+console = Console(width=max(Console().width, 150))
 err_console = Console(stderr=True)
 
 

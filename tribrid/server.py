@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 class ServiceSpec:
     """One gRPC service to host: its full name and how to add its servicer to a server."""
 
+    # Taken from the generated _pb2 descriptor, which also loads the .proto file that reflection serves.
     full_name: str  # e.g. "tribrid.v1.VectorSearch"
     register: Callable[[grpc.aio.Server], None]
     on_stop: Callable[[], Awaitable[None]] | None = None

@@ -33,6 +33,8 @@ _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
 def channel_options(service: str) -> list[tuple[str, Any]]:
     """Long-lived channel settings: keepalive, and retries of UNAVAILABLE by gRPC's own retry policy."""
     service_config = {
+        # spread calls over every address a DNS name resolves to (k8s headless services)
+        "loadBalancingConfig": [{"round_robin": {}}],
         "methodConfig": [
             {
                 "name": [{"service": f"tribrid.v1.{service}"}],
@@ -44,7 +46,7 @@ def channel_options(service: str) -> list[tuple[str, Any]]:
                     "retryableStatusCodes": ["UNAVAILABLE"],
                 },
             }
-        ]
+        ],
     }
     return [
         ("grpc.service_config", json.dumps(service_config)),

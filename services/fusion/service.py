@@ -29,7 +29,7 @@ def service_spec(cfg: TriBridConfig) -> ServiceSpec:
     gateway = Gateway.connect(cfg)
     servicer = FusionServicer(gateway)
     return ServiceSpec(
-        full_name="tribrid.v1.Fusion",
+        full_name=fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name,
         register=lambda server: fusion_pb2_grpc.add_FusionServicer_to_server(servicer, server),
         on_stop=gateway.close,
     )

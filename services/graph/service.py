@@ -102,6 +102,6 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, store: GraphStore) -> ServiceSpec:
     servicer = GraphServicer(cfg, pool, store)
     return ServiceSpec(
-        full_name="tribrid.v1.GraphSearch",
+        full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),
     )

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import asyncpg
 import numpy as np
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.python_graph import FileGraph, extract_python, resolve
-from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 
 from services.indexer.pg_writer import FileRecord, RunWrite, apply_run, load_file_hashes
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
+from tribrid.indexing.chunker import chunk_file
+from tribrid.indexing.python_graph import FileGraph, extract_python, resolve
+from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk, Entity, Relation
 from tribrid.search_common import invalid, validate_corpus_id
 from tribrid.v1 import indexer_pb2

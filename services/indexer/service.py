@@ -68,6 +68,6 @@ def service_spec(
 ) -> ServiceSpec:
     servicer = IndexerServicer(cfg, pool, graph, embedder)
     return ServiceSpec(
-        full_name="tribrid.v1.Indexer",
+        full_name=indexer_pb2.DESCRIPTOR.services_by_name["Indexer"].full_name,
         register=lambda server: indexer_pb2_grpc.add_IndexerServicer_to_server(servicer, server),
     )

@@ -13,7 +13,7 @@ from tribrid.search_common import RequestError, invalid, override, to_matches, v
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
 from tribrid.text import query_terms
-from tribrid.v1 import common_pb2, sparse_pb2_grpc
+from tribrid.v1 import common_pb2, sparse_pb2, sparse_pb2_grpc
 
 
 class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
@@ -48,6 +48,6 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
 def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool) -> ServiceSpec:
     servicer = SparseServicer(cfg, pool)
     return ServiceSpec(
-        full_name="tribrid.v1.SparseSearch",
+        full_name=sparse_pb2.DESCRIPTOR.services_by_name["SparseSearch"].full_name,
         register=lambda server: sparse_pb2_grpc.add_SparseSearchServicer_to_server(servicer, server),
     )

@@ -13,7 +13,7 @@ from tribrid.embedding import Embedder, QueryEmbeddingCache
 from tribrid.search_common import RequestError, invalid, override, to_matches, validate_search
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
-from tribrid.v1 import common_pb2, vector_pb2_grpc
+from tribrid.v1 import common_pb2, vector_pb2, vector_pb2_grpc
 
 
 class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
@@ -52,6 +52,6 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
 def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, embedder: Embedder) -> ServiceSpec:
     servicer = VectorServicer(cfg, pool, embedder)
     return ServiceSpec(
-        full_name="tribrid.v1.VectorSearch",
+        full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,
         register=lambda server: vector_pb2_grpc.add_VectorSearchServicer_to_server(servicer, server),
     )

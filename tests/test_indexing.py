@@ -1,0 +1,532 @@
+"""The database-free indexing logic: walking, chunking and the Python code graph, on exact expectations."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json.decoder
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tribrid.config import IndexerConfig
+from tribrid.indexing.chunker import ChunkResult, chunk_file
+from tribrid.indexing.pysyntax import module_name
+from tribrid.indexing.python_graph import FileGraph, UnresolvedRef, extract_python, resolve, resolve_refs
+from tribrid.indexing.walker import SourceFile, detect_language, walk_corpus
+from tribrid.models import Chunk
+
+CORPUS = "test-corpus"
+FIXTURE_REPO = Path(__file__).parent / "fixtures" / "sample_repo"
+STDLIB = Path(argparse.__file__).parent
+
+
+def source(path: str, text: str) -> SourceFile:
+    return SourceFile(path, text, detect_language(path) or "text", hashlib.sha256(text.encode()).hexdigest())
+
+
+def python(path: str, code: str) -> SourceFile:
+    return source(path, textwrap.dedent(code).lstrip("\n"))
+
+
+def spans(chunks: list[Chunk]) -> list[tuple[str, str, int, int]]:
+    return [(c.kind, c.symbol, c.start_line, c.end_line) for c in chunks]
+
+
+def assert_content_is_the_lines(src: SourceFile, chunks: list[Chunk]) -> None:
+    lines = src.text.split("\n")
+    for chunk in chunks:
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines), chunk
+        assert chunk.content == "\n".join(lines[chunk.start_line - 1 : chunk.end_line]), chunk
+        assert chunk.embed_text.endswith("\n" + chunk.content)
+        assert chunk.embed_text.startswith(f"# file: {src.path}\n")
+
+
+# --- walker --------------------------------------------------------------------------------------
+
+
+def test_walker_honours_nested_gitignore_and_skips_what_it_cannot_index(tmp_path: Path) -> None:
+    files: dict[str, bytes] = {
+        ".gitignore": b"*.log\nbuild/\n",
+        ".git/config": b"[core]\n",
+        "app.py": b"print('hi')\r\nprint('bye')\r\n",
+        "debug.log": b"ignored by the root .gitignore\n",
+        "build/out.py": b"x = 1\n",
+        "sub/.gitignore": b"secret.txt\n!keep.log\n",
+        "sub/secret.txt": b"ignored by the nested .gitignore\n",
+        "sub/keep.log": b"re-included by the nested .gitignore\n",
+        "sub/code.py": b"y = 2\n",
+        "other/secret.txt": b"the nested pattern does not reach here\n",
+        "Makefile": b"all:\n\ttrue\n",
+        "bom.md": b"\xef\xbb\xbf# Title\n",
+        "image.png": b"\x89PNG\r\n",
+        "data.txt": b"text\x00with a NUL\n",
+        "big.txt": b"x" * 101,
+        "latin.txt": b"caf\xe9\n",
+    }
+    for rel, data in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)  # would recurse forever
+
+    items = list(walk_corpus(tmp_path, IndexerConfig(max_file_bytes=100)))
+
+    summary = [
+        (i.path, i.language) if isinstance(i, SourceFile) else (i.path, f"skipped:{i.reason}") for i in items
+    ]
+    assert summary == [
+        (".gitignore", "text"),
+        ("Makefile", "makefile"),
+        ("app.py", "python"),
+        ("big.txt", "skipped:too_large"),
+        ("bom.md", "markdown"),
+        ("data.txt", "skipped:binary"),
+        ("image.png", "skipped:unsupported"),
+        ("latin.txt", "skipped:undecodable"),
+        ("loop", "skipped:symlink"),
+        ("other/secret.txt", "text"),
+        ("sub/.gitignore", "text"),
+        ("sub/code.py", "python"),
+        ("sub/keep.log", "text"),
+    ]
+    by_path = {i.path: i for i in items if isinstance(i, SourceFile)}
+    assert by_path["app.py"].text == "print('hi')\nprint('bye')\n"  # newlines normalised
+    assert by_path["app.py"].content_hash == hashlib.sha256(files["app.py"]).hexdigest()  # of the bytes
+    assert by_path["bom.md"].text == "# Title\n"
+
+
+def test_walker_on_the_sample_repo_skips_ignored_build_dir_and_logs() -> None:
+    paths = [i.path for i in walk_corpus(FIXTURE_REPO, IndexerConfig())]
+    assert paths == [
+        ".gitignore",
+        "README.md",
+        "shop/__init__.py",
+        "shop/cart.py",
+        "shop/inventory.py",
+        "shop/payment.py",
+        "shop/pricing.py",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [
+        ("a/b.py", "python"),
+        ("x.pyi", "python"),
+        ("web/app.tsx", "typescript"),
+        ("main.go", "go"),
+        ("lib.rs", "rust"),
+        ("README.md", "markdown"),
+        ("Dockerfile", "dockerfile"),
+        ("deploy/Dockerfile.dev", "dockerfile"),
+        ("LICENSE", "text"),
+        ("ci.yml", "yaml"),
+        ("pyproject.toml", "toml"),
+        ("run.sh", "shell"),
+        ("logo.png", None),
+        ("archive.tar.gz", None),
+    ],
+)
+def test_detect_language(path: str, language: str | None) -> None:
+    assert detect_language(path) == language
+
+
+# --- chunker -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stdlib_file", [Path(json.decoder.__file__), Path(argparse.__file__)])
+def test_every_chunk_is_exactly_its_lines_on_stdlib_files(stdlib_file: Path) -> None:
+    rel = stdlib_file.relative_to(STDLIB).as_posix()
+    src = source(rel, stdlib_file.read_text(encoding="utf-8"))
+    result = chunk_file(CORPUS, src, IndexerConfig())
+
+    assert not result.syntax_error and result.tree is not None
+    assert_content_is_the_lines(src, result.chunks)
+    assert len({c.chunk_id for c in result.chunks}) == len(result.chunks)
+    assert {c.kind for c in result.chunks} == {"module", "class", "function"}
+    # Nothing is lost: every line with code or comments is in some chunk (bare `else:` aside).
+    lines = src.text.split("\n")
+    covered = {n for c in result.chunks for n in range(c.start_line, c.end_line + 1)}
+    uncovered = {lines[n - 1].strip() for n in range(1, len(lines) + 1) if n not in covered}
+    assert uncovered <= {"", "else:", "try:", "finally:", "except:"}
+    # Classes never contain their methods.
+    for chunk in result.chunks:
+        if chunk.kind == "class":
+            assert "    def " not in chunk.content, chunk.symbol
+
+
+def test_stdlib_method_chunk_symbol_and_embed_header() -> None:
+    src = source("json/decoder.py", Path(json.decoder.__file__).read_text(encoding="utf-8"))
+    chunks = {c.symbol: c for c in chunk_file(CORPUS, src, IndexerConfig()).chunks if c.kind == "function"}
+    decode = chunks["json.decoder.JSONDecoder.decode"]
+    assert decode.content.startswith("    def decode(self, s, _w=WHITESPACE.match):\n")
+    assert decode.embed_text.startswith(
+        "# file: json/decoder.py\n# class: JSONDecoder\n"
+        "# def decode(self, s, _w=WHITESPACE.match)\n    def decode("
+    )
+    assert "json.decoder.JSONDecoder.raw_decode" in chunks
+    assert "json.decoder.py_scanstring" in chunks
+
+
+def test_class_chunk_holds_header_docstring_and_attributes_but_not_methods() -> None:
+    src = python(
+        "geo/shapes.py",
+        '''
+        """Shapes."""
+        import math
+
+
+        @register
+        class Shape(Base):
+            """A shape."""
+
+            sides: int = 0
+            name = "shape"
+
+            def area(self) -> float:
+                return 0.0
+
+            unit = "cm"
+
+            @staticmethod
+            def origin() -> tuple[int, int]:
+                def inner() -> int:
+                    return 0
+                return (inner(), 0)
+        ''',
+    )
+    chunks = chunk_file(CORPUS, src, IndexerConfig()).chunks
+
+    assert spans(chunks) == [
+        ("module", "geo.shapes", 1, 2),
+        ("class", "geo.shapes.Shape", 5, 10),
+        ("function", "geo.shapes.Shape.area", 12, 13),
+        ("class", "geo.shapes.Shape", 15, 15),
+        ("function", "geo.shapes.Shape.origin", 17, 21),  # decorator included, nested def inside
+    ]
+    assert_content_is_the_lines(src, chunks)
+    assert chunks[1].content == textwrap.dedent(
+        '''\
+        @register
+        class Shape(Base):
+            """A shape."""
+
+            sides: int = 0
+            name = "shape"'''
+    )
+    assert chunks[1].embed_text.startswith("# file: geo/shapes.py\n# class Shape(Base)\n@register")
+    assert chunks[2].embed_text == (
+        "# file: geo/shapes.py\n# class: Shape\n# def area(self) -> float\n"
+        "    def area(self) -> float:\n        return 0.0"
+    )
+    assert chunks[0].embed_text.startswith("# file: geo/shapes.py\n# module: geo.shapes\n")
+
+
+def test_long_function_is_split_into_overlapping_windows_that_keep_the_symbol() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(24))
+    src = source("m.py", f"def long():\n{body}")  # lines 1..25
+    cfg = IndexerConfig(max_chunk_lines=10, text_chunk_overlap=3, text_chunk_lines=20)
+    chunks = chunk_file(CORPUS, src, cfg).chunks
+
+    assert spans(chunks) == [
+        ("function", "m.long", 1, 10),
+        ("function", "m.long", 8, 17),
+        ("function", "m.long", 15, 24),
+        ("function", "m.long", 22, 25),
+    ]
+    assert_content_is_the_lines(src, chunks)
+    assert len({c.chunk_id for c in chunks}) == 4
+    assert all("# def long()\n" in c.embed_text for c in chunks)
+
+
+def test_plain_text_windows_overlap_and_skip_blank_only_windows() -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 18)) + "\n" * 12 + "last\n"  # 30 lines
+    src = source("notes.txt", text)
+    chunks = chunk_file(CORPUS, src, IndexerConfig(text_chunk_lines=10, text_chunk_overlap=3)).chunks
+    # Windows 1-10, 8-17, 15-24 (trimmed to 15-17), 22-30 (trimmed to 30); 29-30 would only repeat "last".
+    assert spans(chunks) == [
+        ("text", "", 1, 10),
+        ("text", "", 8, 17),
+        ("text", "", 15, 17),
+        ("text", "", 30, 30),
+    ]
+    assert_content_is_the_lines(src, chunks)
+
+
+def test_markdown_splits_by_headings_within_the_size_bound() -> None:
+    appendix = "".join(f"a{n}\n" for n in range(1, 11))
+    text = (
+        "# Guide\nintro\n\n"  # 1-3
+        "## Install\npip install x\n```sh\n# not a heading\n```\n\n"  # 4-9
+        "## Use\nrun it\n### Detail\nmore\n"  # 10-13
+        "# Appendix\n" + appendix  # 14-24: no subheading, longer than the bound
+    )
+    src = source("docs/guide.md", text)
+    chunks = chunk_file(CORPUS, src, IndexerConfig(text_chunk_lines=8, text_chunk_overlap=2)).chunks
+
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 2), (4, 8), (10, 13), (14, 21), (20, 24)]
+    assert {c.kind for c in chunks} == {"text"} and {c.symbol for c in chunks} == {""}
+    assert_content_is_the_lines(src, chunks)
+    headers = [c.embed_text.split("\n")[1] for c in chunks]
+    assert headers == [
+        "# section: Guide",
+        "# section: Guide > Install",
+        "# section: Guide > Use",
+        "# section: Appendix",
+        "# section: Appendix",
+    ]
+
+
+def test_small_markdown_stays_one_chunk() -> None:
+    src = source("README.md", (FIXTURE_REPO / "README.md").read_text(encoding="utf-8"))
+    assert spans(chunk_file(CORPUS, src, IndexerConfig()).chunks) == [("text", "", 1, 11)]
+
+
+def test_chunk_ids_survive_a_blank_line_inserted_above_a_function() -> None:
+    code = """
+        import os
+
+        LIMIT = 1
+
+
+        def f():
+            return LIMIT
+
+
+        class C:
+            def m(self):
+                return f()
+        """
+    before = chunk_file(CORPUS, python("p/q.py", code), IndexerConfig()).chunks
+    shifted = python("p/q.py", code.replace("\n\n\n        def f", "\n\n\n\n        def f"))
+    after = chunk_file(CORPUS, shifted, IndexerConfig()).chunks
+
+    assert [c.chunk_id for c in after] == [c.chunk_id for c in before]
+    assert [c.start_line for c in after] == [1, 7, 11, 12]
+    assert [c.start_line for c in before] == [1, 6, 10, 11]
+
+
+def test_python_syntax_error_falls_back_to_text_chunks() -> None:
+    src = source("bad.py", "def broken(:\n    pass\n")
+    result = chunk_file(CORPUS, src, IndexerConfig())
+    assert result == ChunkResult(result.chunks, None, syntax_error=True)
+    assert spans(result.chunks) == [("text", "", 1, 2)]
+    assert extract_python(CORPUS, src, result.chunks).entities[0].type == "module"
+
+
+def test_module_names_from_paths() -> None:
+    assert module_name("a/b/c.py") == "a.b.c"
+    assert module_name("a/b/__init__.py") == "a.b"
+    assert module_name("setup.py") == "setup"
+
+
+# --- python graph --------------------------------------------------------------------------------
+
+BASE_PY = '''
+    """Base things."""
+    LIMIT = 3
+
+
+    def helper(x):
+        return x + LIMIT
+
+
+    class Base:
+        kind = "base"
+
+        def run(self):
+            return self.step()
+
+        def step(self):
+            return helper(1)
+    '''
+
+APP_PY = """
+    from pkg.base import Base, helper
+    from . import base as base_mod
+
+
+    class App(Base):
+        def run(self):
+            self.step()
+            self.local()
+            obj = make()
+            obj.unknown()
+            return helper(2)
+
+        def local(self):
+            return base_mod.helper(3)
+
+
+    def make():
+        return App()
+    """
+
+
+def build_graphs(files: list[SourceFile]) -> tuple[list[FileGraph], dict[str, list[Chunk]]]:
+    graphs: list[FileGraph] = []
+    chunks: dict[str, list[Chunk]] = {}
+    for src in files:
+        result = chunk_file(CORPUS, src, IndexerConfig())
+        chunks[src.path] = result.chunks
+        assert result.tree is not None
+        graphs.append(extract_python(CORPUS, src, result.chunks, result.tree))
+    return graphs, chunks
+
+
+def readable(graphs: list[FileGraph]) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
+    """Entities as (type, qualified name); all relations, in-file and cross-file, by qualified name."""
+    names = {e.entity_id: f"{e.type}:{e.qualified_name}" for g in graphs for e in g.entities}
+    entities = {(e.type, e.qualified_name) for g in graphs for e in g.entities}
+    relations = [r for g in graphs for r in g.relations] + resolve(CORPUS, graphs)
+    return entities, {(names[r.source_id], r.type, names[r.target_id]) for r in relations}
+
+
+def test_exact_entities_and_relations_of_a_two_module_package() -> None:
+    files = [
+        python("pkg/__init__.py", ""),
+        python("pkg/base.py", BASE_PY),
+        python("pkg/app.py", APP_PY),
+    ]
+    graphs, chunks = build_graphs(files)
+    entities, relations = readable(graphs)
+
+    assert entities == {
+        ("module", "pkg"),
+        ("module", "pkg.base"),
+        ("variable", "pkg.base.LIMIT"),
+        ("function", "pkg.base.helper"),
+        ("class", "pkg.base.Base"),
+        ("variable", "pkg.base.Base.kind"),
+        ("function", "pkg.base.Base.run"),
+        ("function", "pkg.base.Base.step"),
+        ("module", "pkg.app"),
+        ("import", "pkg.base.Base"),
+        ("import", "pkg.base.helper"),
+        ("import", "pkg.base"),
+        ("class", "pkg.app.App"),
+        ("function", "pkg.app.App.run"),
+        ("function", "pkg.app.App.local"),
+        ("function", "pkg.app.make"),
+    }
+    assert relations == {
+        # structure
+        ("module:pkg.base", "contains", "variable:pkg.base.LIMIT"),
+        ("module:pkg.base", "contains", "function:pkg.base.helper"),
+        ("module:pkg.base", "contains", "class:pkg.base.Base"),
+        ("class:pkg.base.Base", "contains", "variable:pkg.base.Base.kind"),
+        ("class:pkg.base.Base", "contains", "function:pkg.base.Base.run"),
+        ("class:pkg.base.Base", "contains", "function:pkg.base.Base.step"),
+        ("module:pkg.app", "contains", "import:pkg.base.Base"),
+        ("module:pkg.app", "contains", "import:pkg.base.helper"),
+        ("module:pkg.app", "contains", "import:pkg.base"),
+        ("module:pkg.app", "contains", "class:pkg.app.App"),
+        ("class:pkg.app.App", "contains", "function:pkg.app.App.run"),
+        ("class:pkg.app.App", "contains", "function:pkg.app.App.local"),
+        ("module:pkg.app", "contains", "function:pkg.app.make"),
+        # within pkg/base.py
+        ("function:pkg.base.helper", "references", "variable:pkg.base.LIMIT"),
+        ("function:pkg.base.Base.run", "calls", "function:pkg.base.Base.step"),  # self.step()
+        ("function:pkg.base.Base.step", "calls", "function:pkg.base.helper"),
+        # within pkg/app.py
+        ("function:pkg.app.App.run", "calls", "function:pkg.app.App.local"),  # self.local()
+        ("function:pkg.app.App.run", "calls", "function:pkg.app.make"),
+        ("function:pkg.app.make", "calls", "class:pkg.app.App"),  # no __init__: the class itself
+        # across files (the corpus step)
+        ("module:pkg.app", "imports", "module:pkg.base"),  # both imports, the relative one included
+        ("class:pkg.app.App", "inherits", "class:pkg.base.Base"),
+        ("function:pkg.app.App.run", "calls", "function:pkg.base.Base.step"),  # inherited self.step()
+        ("function:pkg.app.App.run", "calls", "function:pkg.base.helper"),  # from pkg.base import helper
+        ("function:pkg.app.App.local", "calls", "function:pkg.base.helper"),  # base_mod.helper()
+    }
+    # obj.unknown() links nowhere and is reported instead.
+    app_run = next(e for g in graphs for e in g.entities if e.qualified_name == "pkg.app.App.run")
+    assert resolve_refs(CORPUS, graphs).unresolved == [
+        UnresolvedRef(app_run.entity_id, "obj.unknown", "calls")
+    ]
+    # Each definition points at the chunk holding its first line.
+    chunk_by_id = {c.chunk_id: c for file_chunks in chunks.values() for c in file_chunks}
+    for entity in (e for g in graphs for e in g.entities):
+        if entity.type in ("function", "class"):
+            assert chunk_by_id[entity.chunk_id].symbol == entity.qualified_name
+            assert chunk_by_id[entity.chunk_id].kind == ("class" if entity.type == "class" else "function")
+        elif entity.type in ("variable", "import") and entity.qualified_name != "pkg.base.Base.kind":
+            assert chunk_by_id[entity.chunk_id].kind == "module"
+        elif entity.qualified_name == "pkg":
+            assert entity.chunk_id == ""  # an empty __init__.py has no chunk
+
+
+def test_resolution_is_precise_about_locals_constructors_super_and_reexports() -> None:
+    files = [
+        python("lib/__init__.py", "from .engine import Engine\n"),
+        python(
+            "lib/engine.py",
+            """
+            def start():
+                return 1
+
+
+            class Engine:
+                def __init__(self, start):
+                    self.speed = start()  # the parameter, not the module function
+
+                @classmethod
+                def make(cls):
+                    return cls(start)
+            """,
+        ),
+        python(
+            "app/main.py",
+            """
+            import lib
+            from lib import Engine as E
+
+
+            class Turbo(E):
+                def __init__(self):
+                    super().__init__(0)
+                    self.speed.set(1)
+
+            def main(items):
+                lib.Engine.make()
+                items.start()
+                len(items)
+                return Turbo()
+            """,
+        ),
+    ]
+    graphs, _ = build_graphs(files)
+    _, relations = readable(graphs)
+    edges = {r for r in relations if r[1] in ("calls", "inherits", "imports")}
+    assert edges == {
+        ("module:lib", "imports", "module:lib.engine"),
+        ("module:app.main", "imports", "module:lib"),
+        ("function:lib.engine.Engine.make", "calls", "function:lib.engine.Engine.__init__"),  # cls(...)
+        ("class:app.main.Turbo", "inherits", "class:lib.engine.Engine"),  # through the package re-export
+        ("function:app.main.Turbo.__init__", "calls", "function:lib.engine.Engine.__init__"),  # super()
+        ("function:app.main.main", "calls", "function:lib.engine.Engine.make"),
+        ("function:app.main.main", "calls", "function:app.main.Turbo.__init__"),
+    }
+    assert ("function:lib.engine.Engine.make", "references", "function:lib.engine.start") in relations
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    unresolved = {(names[u.source_id], u.name) for u in resolve_refs(CORPUS, graphs).unresolved}
+    assert unresolved == {
+        ("lib.engine.Engine.__init__", "start"),
+        ("app.main.Turbo.__init__", "self.speed.set"),
+        ("app.main.main", "items.start"),
+    }
+
+
+def test_sample_repo_links_callers_across_files() -> None:
+    files = [i for i in walk_corpus(FIXTURE_REPO, IndexerConfig()) if isinstance(i, SourceFile)]
+    graphs, _ = build_graphs([f for f in files if f.language == "python"])
+    _, relations = readable(graphs)
+    assert (
+        "function:shop.cart.Cart.total_price",
+        "calls",
+        "function:shop.pricing.compute_discount",
+    ) in relations
+    assert ("function:shop.cart.Cart.total_price", "calls", "function:shop.cart.Cart.subtotal") in relations
+    assert ("class:shop.payment.CardGateway", "inherits", "class:shop.payment.PaymentGateway") in relations
+    assert ("module:shop.cart", "imports", "module:shop.pricing") in relations
