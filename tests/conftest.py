@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,18 +18,26 @@ from tribrid.stores import embedded
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @pytest.fixture(scope="session")
 def config() -> Iterator[TriBridConfig]:
+    # Free ports from the OS, so this suite never collides with `make up`, another checkout's
+    # tests, or stores a killed test run left behind.
     cfg = load_config(
         state_dir=REPO_ROOT / ".state" / "test",
-        postgres={"port": 55532, "database": "tribrid_test"},
-        graph_store={"falkordb_port": 56479, "graph_prefix": "tribrid_test_"},
+        postgres={"port": _free_port(), "database": "tribrid_test"},
+        graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_test_"},
         embedding={"num_threads": 2},
     )
-    started = embedded.up(cfg)
+    embedded.down(cfg)  # stores a killed run left in this state dir, whatever port they hold
+    embedded.up(cfg)
     yield cfg
-    if started:  # leave stores that were already running (e.g. by hand) alone
-        embedded.down(cfg)
+    embedded.down(cfg)
 
 
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "sample_repo"
