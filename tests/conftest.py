@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -29,7 +30,8 @@ def config() -> Iterator[TriBridConfig]:
     # Free ports from the OS, so this suite never collides with `make up`, another checkout's
     # tests, or stores a killed test run left behind.
     cfg = load_config(
-        state_dir=REPO_ROOT / ".state" / "test",
+        # TRIBRID_TEST_STATE_DIR lets several test sessions run side by side on one machine
+        state_dir=Path(os.environ.get("TRIBRID_TEST_STATE_DIR", REPO_ROOT / ".state" / "test")),
         postgres={"port": _free_port(), "database": "tribrid_test"},
         graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_test_"},
         embedding={"num_threads": 2},
