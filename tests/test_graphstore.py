@@ -11,6 +11,7 @@ from pydantic import SecretStr
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, GraphStoreConfig, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
+from tribrid.graphstore.base import corpus_of_key, graph_key
 from tribrid.models import Entity, EntityHit, Relation
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
@@ -379,3 +380,42 @@ async def test_reads_on_an_unknown_corpus_are_empty(store: GraphStore) -> None:
     assert await store.get_entities(corpus_id, ["x"]) == []
     assert await store.delete_files(corpus_id, ["x.py"]) == 0
     await store.delete_corpus(corpus_id)
+
+
+# --- generations --------------------------------------------------------------------------------
+
+
+def test_graph_keys_name_their_corpus() -> None:
+    assert graph_key("shop", 3) == "shop@g3"
+    assert corpus_of_key("shop@g3") == "shop"
+    assert corpus_of_key("shop") == "shop"
+    assert corpus_of_key("odd@gname") == "odd@gname"  # only a numeric suffix is a generation
+
+
+async def test_copy_graph_then_change_copy_leaves_source_alone(store: GraphStore) -> None:
+    corpus_id = new_corpus_id()
+    source, target = graph_key(corpus_id, 1), graph_key(corpus_id, 2)
+    try:
+        await store.upsert_entities(source, graph_entities(corpus_id))
+        await store.upsert_relations(source, [Relation(s, t, rel_type) for s, t, rel_type in GRAPH_EDGES])
+        await store.copy_graph(source, target)
+        assert await store.all_relations(target) == await store.all_relations(source)
+        copied = await store.get_entities(target, ["a", "g"])
+        assert [(e.entity_id, e.corpus_id, e.name) for e in copied] == [
+            ("a", corpus_id, "fn_a"),
+            ("g", corpus_id, "fn_g"),
+        ]
+
+        assert (
+            await store.delete_relations(target, [Relation("a", "b", "calls"), Relation("x", "y", "calls")])
+            == 1
+        )
+        assert await store.delete_files(target, ["util.py"]) == 1
+        remaining = {(r.source_id, r.target_id, r.type) for r in await store.all_relations(target)}
+        assert remaining == {("c", "a", "calls"), ("c", "e", "inherits"), ("a", "g", "references")}
+        assert len(await store.all_relations(source)) == len(GRAPH_EDGES)  # the source is untouched
+        assert (await store.counts(source))["entities"] == 7
+    finally:
+        await store.delete_corpus(source)
+        await store.delete_corpus(target)
+    assert await store.all_relations(source) == []

@@ -47,6 +47,11 @@ class RunWrite:
     deleted_files: Sequence[str]
     chunks: Sequence[Chunk]  # chunks of replaced_files
     vectors: np.ndarray  # one row per chunk
+    base_generation: int  # the generation this run started from; it commits base_generation + 1
+
+
+class GenerationConflict(Exception):
+    """Another run committed a generation of this corpus while this one was working."""
 
 
 async def load_file_hashes(pool: asyncpg.Pool, corpus_id: str) -> dict[str, str]:
@@ -82,7 +87,7 @@ def _chunk_records(write: RunWrite) -> tuple[list[tuple[object, ...]], list[tupl
 
 
 async def apply_run(pool: asyncpg.Pool, write: RunWrite) -> int:
-    """Replace the chunks of changed and deleted files; returns the corpus's new generation."""
+    """Replace the chunks of changed and deleted files and commit generation base + 1, atomically."""
     chunk_rows, posting_rows = _chunk_records(write)
     gone = [f.file_path for f in write.replaced_files] + list(write.deleted_files)
     async with pool.acquire() as conn, conn.transaction():
@@ -124,18 +129,23 @@ async def apply_run(pool: asyncpg.Pool, write: RunWrite) -> int:
             ],
             columns=["corpus_id", "file_path", "content_hash", "language"],
         )
-        generation: int = await conn.fetchval(
+        generation: int | None = await conn.fetchval(
             """UPDATE corpora SET
-                   generation = generation + 1,
+                   generation = $2::bigint + 1,
                    updated_at = now(),
                    chunk_count = s.n,
                    avg_chunk_terms = s.avg_terms
                FROM (SELECT count(*) AS n, coalesce(avg(term_count), 0) AS avg_terms
                      FROM chunks WHERE corpus_id = $1) s
-               WHERE corpus_id = $1
+               WHERE corpus_id = $1 AND generation = $2::bigint
                RETURNING generation""",
             write.corpus_id,
+            write.base_generation,
         )
+        if generation is None:  # raising rolls the whole transaction back
+            raise GenerationConflict(
+                f"corpus {write.corpus_id!r} moved past generation {write.base_generation} during this run"
+            )
     return generation
 
 

@@ -1,33 +1,48 @@
 """One index run: walk -> diff by content hash -> chunk + extract -> embed changed -> write both stores.
 
-PostgreSQL is written in one transaction at the end, so an interrupted run leaves the previous
-state searchable; only changed files are re-embedded.
+Consistency: each run builds the next index generation. The graph of generation G+1 is written
+under its own key beside G; PostgreSQL then replaces the changed files' chunks and flips the
+corpus to G+1 in one transaction. Searches read the generation PostgreSQL names, so an
+interrupted run leaves G searchable, and the next run discards the half-built G+1 and redoes it.
+
+Throughput: parsing (Python, holds the GIL) of the next files overlaps the embedding of the
+previous batch (torch, releases it); an unchanged corpus costs only the walk and the hashes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
-from collections.abc import AsyncIterator
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
 import numpy as np
 
+from services.indexer.graph_writer import (
+    GraphChange,
+    discard_uncommitted,
+    drop_generation,
+    write_next_generation,
+)
 from services.indexer.pg_writer import FileRecord, RunWrite, apply_run, load_file_hashes
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
+from tribrid.graphstore.base import graph_key
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.python_graph import FileGraph, extract_python, resolve
 from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk, Entity, Relation
 from tribrid.search_common import invalid, validate_corpus_id
+from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import indexer_pb2
 
-EMBED_BATCH = 128  # chunks per embedding call: big enough for throughput, small for progress
+EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
+PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
 
 
 @dataclass(slots=True)
@@ -42,7 +57,17 @@ class _Counts:
     entities: int = 0
     relationships: int = 0
     generation: int = 0
+    syntax_errors: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    stage_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.stage_seconds[stage] += time.monotonic() - started
 
     def event(self, phase: str, done: bool = False, message: str = "") -> indexer_pb2.IndexProgress:
         return indexer_pb2.IndexProgress(
@@ -61,16 +86,23 @@ class _Counts:
             message=message,
             skipped_by_reason=dict(self.skipped),
             generation=self.generation,
+            stage_seconds=dict(self.stage_seconds),
+            syntax_errors=self.syntax_errors,
         )
 
 
 @dataclass(slots=True)
 class _Parsed:
-    """What parsing every file produced (cheap next to embedding, so done for all files)."""
+    """What parsing produced: chunks per file and the graph of every file (parsing is cheap)."""
 
     chunks_by_file: dict[str, list[Chunk]] = field(default_factory=dict)
     graphs: list[FileGraph] = field(default_factory=list)
     syntax_errors: int = 0
+
+    def add(self, other: _Parsed) -> None:
+        self.chunks_by_file.update(other.chunks_by_file)
+        self.graphs.extend(other.graphs)
+        self.syntax_errors += other.syntax_errors
 
 
 def _walk(root: Path, cfg: TriBridConfig) -> tuple[list[SourceFile], list[Skipped]]:
@@ -102,6 +134,11 @@ def _graph_of(corpus_id: str, parsed: _Parsed) -> tuple[list[Entity], list[Relat
     return entities, list(dict.fromkeys(relations))
 
 
+def _batches(items: list[SourceFile], size: int) -> Iterator[list[SourceFile]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 class IndexPipeline:
     def __init__(self, cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder) -> None:
         self._cfg = cfg
@@ -117,7 +154,7 @@ class IndexPipeline:
             raise invalid(f"path {path!r} must be an absolute directory path")
         if not await asyncio.to_thread(root.is_dir):
             raise invalid(f"path {path!r} does not exist or is not a directory")
-        # One run per corpus at a time in this process; the database row lock guards across processes.
+        # One run per corpus at a time in this process; the generation check guards across processes.
         async with self._locks.setdefault(corpus_id, asyncio.Lock()):
             async for event in self._run(corpus_id, root):
                 yield event
@@ -125,33 +162,53 @@ class IndexPipeline:
     async def _run(self, corpus_id: str, root: Path) -> AsyncIterator[indexer_pb2.IndexProgress]:
         counts = _Counts()
         yield counts.event("walking")
-        files, skipped = await asyncio.to_thread(_walk, root, self._cfg)
-        counts.files_seen = len(files) + len(skipped)
-        counts.skipped.update(s.reason for s in skipped)
-
-        old_hashes = await load_file_hashes(self._pool, corpus_id)
+        with counts.timed("walk"):
+            files, skipped = await asyncio.to_thread(_walk, root, self._cfg)
+            counts.files_seen = len(files) + len(skipped)
+            counts.skipped.update(s.reason for s in skipped)
+            committed = await corpus_generation(self._pool, corpus_id)
+            old_hashes = await load_file_hashes(self._pool, corpus_id) if committed is not None else {}
+        base = committed or 0
         changed = [f for f in files if old_hashes.get(f.path) != f.content_hash]
         deleted = sorted(set(old_hashes) - {f.path for f in files})
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
-        yield counts.event("chunking")
+        counts.generation = base
+        if committed is not None and not changed and not deleted:
+            await self._report_unchanged(corpus_id, base, counts)
+            yield counts.event("done", done=True, message="unchanged")
+            return
 
-        parsed = await asyncio.to_thread(_parse, corpus_id, files, self._cfg)
-        if parsed.syntax_errors:
-            counts.skipped["syntax_error"] += parsed.syntax_errors
-        counts.chunks_total = sum(len(c) for c in parsed.chunks_by_file.values())
-        to_embed = [c for f in changed for c in parsed.chunks_by_file[f.path]]
-        counts.chunks_to_embed = len(to_embed)
-        yield counts.event("embedding")
-
+        with counts.timed("graph"):
+            await discard_uncommitted(self._graph, corpus_id, base)
+        parsed = _Parsed()
+        chunks: list[Chunk] = []
         vectors: list[np.ndarray] = []
-        for start in range(0, len(to_embed), EMBED_BATCH):
-            batch = to_embed[start : start + EMBED_BATCH]
-            vectors.append(await self._embedder.embed([c.embed_text for c in batch]))
-            counts.chunks_embedded += len(batch)
-            yield counts.event("embedding")
+        async for event in self._parse_and_embed(corpus_id, changed, parsed, chunks, vectors, counts):
+            yield event
+        unchanged = [f for f in files if f.path not in parsed.chunks_by_file]
+        with counts.timed("parse"):
+            parsed.add(await asyncio.to_thread(_parse, corpus_id, unchanged, self._cfg))
+        counts.syntax_errors = parsed.syntax_errors
+        counts.chunks_total = sum(len(c) for c in parsed.chunks_by_file.values())
 
-        if changed or deleted or not old_hashes:
-            yield counts.event("writing")
+        yield counts.event("graph")
+        with counts.timed("graph"):
+            entities, relations = _graph_of(corpus_id, parsed)
+            await write_next_generation(
+                self._graph,
+                GraphChange(
+                    corpus_id=corpus_id,
+                    base_generation=base,
+                    entities=entities,
+                    relations=relations,
+                    replaced_files=[f.path for f in changed],
+                    deleted_files=deleted,
+                ),
+            )
+        counts.entities, counts.relationships = len(entities), len(relations)
+
+        yield counts.event("writing")
+        with counts.timed("postgres"):
             counts.generation = await apply_run(
                 self._pool,
                 RunWrite(
@@ -161,23 +218,68 @@ class IndexPipeline:
                     embedding_dim=self._embedder.dim,
                     replaced_files=[FileRecord(f.path, f.content_hash, f.language) for f in changed],
                     deleted_files=deleted,
-                    chunks=to_embed,
+                    chunks=chunks,
                     vectors=np.vstack(vectors) if vectors else np.zeros((0, self._embedder.dim), np.float32),
+                    base_generation=base,
                 ),
             )
-            yield counts.event("graph")
-            entities, relations = _graph_of(corpus_id, parsed)
-            # The graph is rebuilt whole: call edges from unchanged files may point into changed ones.
-            await self._graph.delete_corpus(corpus_id)
-            await self._graph.ensure_schema(corpus_id)
-            counts.entities = await self._graph.upsert_entities(corpus_id, entities)
-            counts.relationships = await self._graph.upsert_relations(corpus_id, relations)
-        else:
-            graph_counts = await self._graph.counts(corpus_id)
-            counts.entities = graph_counts.get("entities", 0)
-            counts.relationships = graph_counts.get("relationships", 0)
-            counts.generation = int(
-                await self._pool.fetchval("SELECT generation FROM corpora WHERE corpus_id = $1", corpus_id)
-                or 0
-            )
+        with counts.timed("graph"):
+            await drop_generation(self._graph, corpus_id, base)
         yield counts.event("done", done=True)
+
+    async def _parse_and_embed(
+        self,
+        corpus_id: str,
+        changed: list[SourceFile],
+        parsed: _Parsed,
+        chunks: list[Chunk],
+        vectors: list[np.ndarray],
+        counts: _Counts,
+    ) -> AsyncIterator[indexer_pb2.IndexProgress]:
+        """Parse changed files in steps; each step runs while the previous batch is being embedded."""
+        yield counts.event("embedding")
+        pending: list[Chunk] = []
+        in_flight: asyncio.Task[np.ndarray] | None = None
+        in_flight_size = 0
+        for files in _batches(changed, PARSE_BATCH):
+            with counts.timed("parse"):
+                step = await asyncio.to_thread(_parse, corpus_id, files, self._cfg)
+            parsed.add(step)
+            new_chunks = [c for f in files for c in step.chunks_by_file[f.path]]
+            chunks.extend(new_chunks)
+            pending.extend(new_chunks)
+            counts.chunks_to_embed += len(new_chunks)
+            while len(pending) >= EMBED_BATCH:
+                if in_flight is not None:
+                    vectors.append(await self._finish(in_flight, counts))
+                    counts.chunks_embedded += in_flight_size
+                    yield counts.event("embedding")
+                batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
+                in_flight, in_flight_size = self._start_embedding(batch), len(batch)
+        if pending:
+            if in_flight is not None:
+                vectors.append(await self._finish(in_flight, counts))
+                counts.chunks_embedded += in_flight_size
+                yield counts.event("embedding")
+            in_flight, in_flight_size = self._start_embedding(pending), len(pending)
+        if in_flight is not None:
+            vectors.append(await self._finish(in_flight, counts))
+            counts.chunks_embedded += in_flight_size
+            yield counts.event("embedding")
+
+    def _start_embedding(self, batch: list[Chunk]) -> asyncio.Task[np.ndarray]:
+        return asyncio.create_task(self._embedder.embed([c.embed_text for c in batch]))
+
+    @staticmethod
+    async def _finish(task: asyncio.Task[np.ndarray], counts: _Counts) -> np.ndarray:
+        # Only the wait is counted: embedding that overlapped parsing costs the run nothing extra.
+        with counts.timed("embed_wait"):
+            return await task
+
+    async def _report_unchanged(self, corpus_id: str, generation: int, counts: _Counts) -> None:
+        graph_counts = await self._graph.counts(graph_key(corpus_id, generation))
+        counts.entities = graph_counts.get("entities", 0)
+        counts.relationships = graph_counts.get("relationships", 0)
+        counts.chunks_total = int(
+            await self._pool.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id) or 0
+        )

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import grpc
 
+from services.indexer.graph_writer import discard_uncommitted, drop_generation
 from services.indexer.pg_writer import delete_corpus
 from services.indexer.pipeline import IndexPipeline
 from tribrid.config import TriBridConfig
@@ -14,7 +15,7 @@ from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
 from tribrid.search_common import RequestError, validate_corpus_id
 from tribrid.server import ServiceSpec
-from tribrid.stores.postgres import list_corpora
+from tribrid.stores.postgres import corpus_generation, list_corpora
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
 
 
@@ -40,8 +41,11 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
             validate_corpus_id(request.corpus_id)
         except RequestError as err:
             await context.abort(err.code, err.message)
+        generation = await corpus_generation(self._pool, request.corpus_id)
         deleted = await delete_corpus(self._pool, request.corpus_id)
-        await self._graph.delete_corpus(request.corpus_id)
+        if generation is not None:  # PostgreSQL went first: searches no longer see the corpus
+            await discard_uncommitted(self._graph, request.corpus_id, generation)
+            await drop_generation(self._graph, request.corpus_id, generation)
         return indexer_pb2.DeleteCorpusResponse(deleted=deleted is not None, chunks_deleted=deleted or 0)
 
     async def ListCorpora(

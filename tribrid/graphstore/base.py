@@ -10,6 +10,21 @@ from tribrid.models import Entity, EntityHit, Relation
 
 MAX_HOPS = 5  # mirrors GraphSearchConfig.max_hops (le=5)
 
+# A corpus's graph is stored once per index generation, under its own key, so a new generation
+# is built beside the one being searched and an interrupted run never shows through.
+GENERATION_SEPARATOR = "@g"
+
+
+def graph_key(corpus_id: str, generation: int) -> str:
+    """The store key of one generation of a corpus's graph (what every method takes as corpus_id)."""
+    return f"{check_corpus_id(corpus_id)}{GENERATION_SEPARATOR}{generation}"
+
+
+def corpus_of_key(key: str) -> str:
+    """The corpus a graph key belongs to (a plain corpus id is its own key)."""
+    corpus, separator, generation = key.rpartition(GENERATION_SEPARATOR)
+    return corpus if separator and generation.isdigit() else key
+
 
 @runtime_checkable
 class GraphStore(Protocol):
@@ -72,6 +87,18 @@ class GraphStore(Protocol):
         """The stored entities among these ids, in the order asked (unknown ids are skipped)."""
         ...
 
+    async def all_relations(self, corpus_id: str) -> list[Relation]:
+        """Every stored relation, ordered by source, type and target."""
+        ...
+
+    async def delete_relations(self, corpus_id: str, relations: Sequence[Relation]) -> int:
+        """Delete these relations (endpoints stay); returns how many were deleted."""
+        ...
+
+    async def copy_graph(self, source: str, target: str) -> None:
+        """Replace whatever is stored under `target` with a copy of `source` (empty if missing)."""
+        ...
+
     async def counts(self, corpus_id: str) -> dict[str, int]:
         """Totals ("entities", "relationships") and per type ("entities.<type>", "relationships.<type>")."""
         ...
@@ -113,7 +140,7 @@ def check_relationship_types(relationship_types: Sequence[str]) -> list[str]:
 
 
 def check_entity(corpus_id: str, entity: Entity) -> None:
-    if entity.corpus_id != corpus_id:
+    if entity.corpus_id != corpus_of_key(corpus_id):
         raise ValueError(
             f"entity {entity.entity_id!r} belongs to corpus {entity.corpus_id!r}, not {corpus_id!r}"
         )

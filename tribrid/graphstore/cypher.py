@@ -87,6 +87,27 @@ RETURN type(r) AS type, count(*) AS n
 """
 
 
+ALL_RELATIONS = """
+MATCH (a:Entity {corpus_id: $corpus_id})-[r]->(b:Entity {corpus_id: $corpus_id})
+RETURN a.id AS source, type(r) AS label, b.id AS target
+"""
+
+# After a native whole-graph copy, nodes still carry the source key.
+RELABEL_CORPUS = """
+MATCH (e:Entity)
+SET e.corpus_id = $corpus_id
+RETURN count(*) AS relabelled
+"""
+
+ALL_ENTITY_ROWS = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+WHERE e.id > $after
+RETURN properties(e) AS row, e.id AS id
+ORDER BY id
+LIMIT $batch
+"""
+
+
 def _labels(rel_types: list[str]) -> str:
     # KeyError here means a caller skipped base.check_relationship_types: never format unknown text.
     return "|".join(REL_LABELS[rel_type] for rel_type in rel_types)
@@ -100,6 +121,17 @@ MATCH (a:Entity {{corpus_id: $corpus_id, id: row.source}})
 MATCH (b:Entity {{corpus_id: $corpus_id, id: row.target}})
 MERGE (a)-[:{_labels([rel_type])}]->(b)
 RETURN count(*) AS written
+"""
+
+
+def delete_relations(rel_type: str) -> str:
+    """Delete relations of one type; rows are {source, target}."""
+    return f"""
+UNWIND $rows AS row
+MATCH (a:Entity {{corpus_id: $corpus_id, id: row.source}})-[r:{_labels([rel_type])}]->(b:Entity)
+WHERE b.corpus_id = $corpus_id AND b.id = row.target
+DELETE r
+RETURN count(*) AS deleted
 """
 
 

@@ -16,6 +16,7 @@ from tribrid.graphstore.base import (
     check_max_hops,
     check_relationship_types,
     clean_strings,
+    corpus_of_key,
 )
 from tribrid.graphstore.cypher import Dialect
 from tribrid.models import Entity, EntityHit, Relation
@@ -40,10 +41,10 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _entity_row(entity: Entity) -> Row:
+def _entity_row(key: str, entity: Entity) -> Row:
     return {
         "id": entity.entity_id,
-        "corpus_id": entity.corpus_id,
+        "corpus_id": key,  # the generation's key: it partitions a shared database (Neo4j)
         "type": entity.type,
         "name": entity.name,
         "qualified_name": entity.qualified_name,
@@ -57,7 +58,7 @@ def _entity_row(entity: Entity) -> Row:
 def _entity_from_row(row: Row) -> Entity:
     return Entity(
         entity_id=str(row["id"]),
-        corpus_id=str(row["corpus_id"]),
+        corpus_id=corpus_of_key(str(row["corpus_id"])),
         type=str(row["type"]),
         name=str(row["name"]),
         qualified_name=str(row["qualified_name"]),
@@ -121,7 +122,9 @@ class CypherGraphStore(ABC):
         await self._ensure_schema_once(corpus_id)
         written = 0
         for batch in _batches(entities, self._batch_size):
-            rows = await self._write(corpus_id, cypher.UPSERT_ENTITIES, rows=[_entity_row(e) for e in batch])
+            rows = await self._write(
+                corpus_id, cypher.UPSERT_ENTITIES, rows=[_entity_row(corpus_id, e) for e in batch]
+            )
             written += int(rows[0]["written"]) if rows else 0
         return written
 
@@ -139,6 +142,33 @@ class CypherGraphStore(ABC):
                 result = await self._write(corpus_id, query, rows=list(batch))
                 written += int(result[0]["written"]) if result else 0
         return written
+
+    async def delete_relations(self, corpus_id: str, relations: Sequence[Relation]) -> int:
+        check_corpus_id(corpus_id)
+        check_relationship_types([r.type for r in relations])
+        deleted = 0
+        for rel_type in RELATIONSHIP_TYPES:
+            rows = [{"source": r.source_id, "target": r.target_id} for r in relations if r.type == rel_type]
+            query = cypher.delete_relations(rel_type)
+            for batch in _batches(rows, self._batch_size):
+                result = await self._write(corpus_id, query, rows=list(batch))
+                deleted += int(result[0]["deleted"]) if result else 0
+        return deleted
+
+    async def copy_graph(self, source: str, target: str) -> None:
+        """Portable copy through the shared Cypher; adapters with a native copy override it."""
+        check_corpus_id(source)
+        await self.delete_corpus(target)
+        await self._ensure_schema_once(target)
+        after = ""
+        while True:
+            rows = await self._read(source, cypher.ALL_ENTITY_ROWS, after=after, batch=self._batch_size)
+            if not rows:
+                break
+            copied = [{**row["row"], "corpus_id": target} for row in rows]
+            await self._write(target, cypher.UPSERT_ENTITIES, rows=copied)
+            after = str(rows[-1]["id"])
+        await self.upsert_relations(target, await self.all_relations(source))
 
     async def delete_files(self, corpus_id: str, file_paths: Sequence[str]) -> int:
         check_corpus_id(corpus_id)
@@ -246,6 +276,15 @@ class CypherGraphStore(ABC):
                 entity = _entity_from_row(row)
                 found[entity.entity_id] = entity
         return [found[eid] for eid in ids if eid in found]
+
+    async def all_relations(self, corpus_id: str) -> list[Relation]:
+        check_corpus_id(corpus_id)
+        relations = [
+            Relation(str(row["source"]), str(row["target"]), cypher.REL_TYPES_BY_LABEL[str(row["label"])])
+            for row in await self._read(corpus_id, cypher.ALL_RELATIONS)
+            if str(row["label"]) in cypher.REL_TYPES_BY_LABEL
+        ]
+        return sorted(relations, key=lambda r: (r.source_id, r.type, r.target_id))
 
     async def counts(self, corpus_id: str) -> dict[str, int]:
         check_corpus_id(corpus_id)

@@ -11,6 +11,7 @@ from redis.asyncio import BlockingConnectionPool
 from redis.exceptions import ResponseError
 
 from tribrid.config import GraphStoreConfig
+from tribrid.graphstore import cypher
 from tribrid.graphstore.base import check_corpus_id
 from tribrid.graphstore.cypher import FALKORDB
 from tribrid.graphstore.cypher_store import CypherGraphStore, Row
@@ -84,6 +85,13 @@ class FalkorDBGraphStore(CypherGraphStore):
         if not await self._graph_exists(corpus_id):
             return 0
         return await super().delete_files(corpus_id, file_paths)
+
+    async def copy_graph(self, source: str, target: str) -> None:
+        await self.delete_corpus(target)
+        if await self._graph_exists(source):
+            await (await self._graph(source)).copy(self.graph_name(target))  # GRAPH.COPY: indexes too
+            self._schema_ready.add(target)
+            await self._write(target, cypher.RELABEL_CORPUS)  # nodes carry their key; see cypher.py
 
     async def delete_corpus(self, corpus_id: str) -> None:
         graph = await self._graph(corpus_id)

@@ -150,3 +150,12 @@ async def list_corpora(pool: asyncpg.Pool) -> list[dict[str, Any]]:
            FROM corpora c ORDER BY c.corpus_id"""
     )
     return [dict(r) for r in rows]
+
+
+async def corpus_generation(pool: asyncpg.Pool, corpus_id: str) -> int | None:
+    """The corpus's last complete index generation (None: no such corpus).
+
+    The graph of that generation is stored under `graphstore.base.graph_key(corpus_id, generation)`.
+    """
+    value = await pool.fetchval("SELECT generation FROM corpora WHERE corpus_id = $1", corpus_id)
+    return None if value is None else int(value)

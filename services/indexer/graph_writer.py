@@ -1,0 +1,75 @@
+"""Writes one index generation of a corpus's graph beside the generation being searched.
+
+Generation G+1 starts as a copy of G; the entities of changed and deleted files are replaced and
+the relation set is brought to exactly what the new parse resolved (edges of unchanged files may
+point into changed ones, so the diff is taken over the whole set, not per file). Searches keep
+reading G until PostgreSQL commits G+1; then G is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tribrid.graphstore import GraphStore
+from tribrid.graphstore.base import graph_key
+from tribrid.models import Entity, Relation
+
+
+@dataclass(frozen=True, slots=True)
+class GraphChange:
+    """What the new generation's graph must hold, and which files changed since the last one."""
+
+    corpus_id: str
+    base_generation: int  # the committed generation (0: none yet)
+    entities: Sequence[Entity]  # every entity of the new parse
+    relations: Sequence[Relation]  # every relation of the new parse
+    replaced_files: Sequence[str]  # new or changed files
+    deleted_files: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphWriteResult:
+    entities_written: int
+    relations_added: int
+    relations_deleted: int
+    rebuilt: bool  # True when written from scratch instead of from the previous generation
+
+
+async def discard_uncommitted(store: GraphStore, corpus_id: str, committed: int) -> None:
+    """Drop what an interrupted run left: the half-built next generation and a stale previous one."""
+    await store.delete_corpus(graph_key(corpus_id, committed + 1))
+    if committed > 0:
+        await store.delete_corpus(graph_key(corpus_id, committed - 1))
+
+
+async def drop_generation(store: GraphStore, corpus_id: str, generation: int) -> None:
+    await store.delete_corpus(graph_key(corpus_id, generation))
+
+
+async def write_next_generation(store: GraphStore, change: GraphChange) -> GraphWriteResult:
+    base_key = graph_key(change.corpus_id, change.base_generation)
+    new_key = graph_key(change.corpus_id, change.base_generation + 1)
+    await store.delete_corpus(new_key)
+    has_base = change.base_generation > 0 and (await store.counts(base_key))["entities"] > 0
+    if not has_base:
+        await store.ensure_schema(new_key)
+        written = await store.upsert_entities(new_key, change.entities)
+        added = await store.upsert_relations(new_key, change.relations)
+        return GraphWriteResult(written, added, 0, rebuilt=True)
+
+    await store.copy_graph(base_key, new_key)
+    touched = set(change.replaced_files) | set(change.deleted_files)
+    await store.delete_files(new_key, sorted(touched))
+    written = await store.upsert_entities(new_key, [e for e in change.entities if e.file_path in touched])
+    wanted = set(change.relations)
+    present = set(await store.all_relations(new_key))
+    stale = sorted(present - wanted, key=_relation_order)
+    missing = sorted(wanted - present, key=_relation_order)
+    deleted = await store.delete_relations(new_key, stale)
+    added = await store.upsert_relations(new_key, missing)
+    return GraphWriteResult(written, added, deleted, rebuilt=False)
+
+
+def _relation_order(relation: Relation) -> tuple[str, str, str]:
+    return (relation.source_id, relation.type, relation.target_id)

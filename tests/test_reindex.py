@@ -1,0 +1,258 @@
+"""Re-indexing: incremental, consistent across both stores, and safe to interrupt."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from services.indexer.pipeline import IndexPipeline
+from tests.conftest import FIXTURE_REPO, Stack
+from tribrid.config import REPO_ROOT, TriBridConfig
+from tribrid.embedding import Embedder, Vectors
+from tribrid.graphstore.base import graph_key
+from tribrid.models import Entity, Relation
+from tribrid.stores.postgres import corpus_generation
+from tribrid.v1 import indexer_pb2
+
+NEW_MODULE = '''"""Orders."""
+
+from shop.pricing import apply_tax
+
+
+def order_total(amount: float) -> float:
+    return apply_tax(amount) + 1.0
+'''
+
+
+class RecordingEmbedder:
+    """The real model, plus a record of every text it was asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts.extend(texts)
+        return await self.inner.embed(texts)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    generation: int
+    chunks: dict[str, tuple[str, int, int, str]]  # chunk id -> (file, start, end, content)
+    embeddings: dict[str, np.ndarray]
+    entities: dict[str, tuple[str, str, str]]  # entity id -> (type, qualified name, file)
+    relations: set[tuple[str, str, str]]  # (source qualified name, type, target qualified name)
+    counts: dict[str, int]  # the graph store's totals per entity and relationship type
+
+
+async def snapshot(stack: Stack, corpus_id: str) -> Snapshot:
+    pool = await stack.resources.pool()
+    generation = await corpus_generation(pool, corpus_id)
+    assert generation is not None
+    rows = await pool.fetch(
+        "SELECT chunk_id, file_path, start_line, end_line, content, embedding"
+        " FROM chunks WHERE corpus_id = $1",
+        corpus_id,
+    )
+    store = stack.resources.graph()
+    key = graph_key(corpus_id, generation)
+    relations = await store.all_relations(key)
+    ids = sorted({r.source_id for r in relations} | {r.target_id for r in relations})
+    entities: list[Entity] = await store.get_entities(key, ids)
+    everything = await entity_table(stack, key)
+    names = {e.entity_id: e.qualified_name for e in entities}
+    return Snapshot(
+        generation=generation,
+        chunks={r["chunk_id"]: (r["file_path"], r["start_line"], r["end_line"], r["content"]) for r in rows},
+        embeddings={r["chunk_id"]: r["embedding"].to_numpy() for r in rows},
+        entities=everything,
+        relations={(names[r.source_id], r.type, names[r.target_id]) for r in relations},
+        counts=await store.counts(key),
+    )
+
+
+async def entity_table(stack: Stack, key: str) -> dict[str, tuple[str, str, str]]:
+    """The linked entities of a graph generation (every definition here is contained in a module)."""
+    store = stack.resources.graph()
+    relations: list[Relation] = await store.all_relations(key)
+    ids = {r.source_id for r in relations} | {r.target_id for r in relations}
+    entities = await store.get_entities(key, sorted(ids))
+    return {e.entity_id: (e.type, e.qualified_name, e.file_path) for e in entities}
+
+
+async def index(stack: Stack, embedder: Embedder, corpus_id: str, root: Path) -> indexer_pb2.IndexProgress:
+    pipeline = IndexPipeline(stack.cfg, await stack.resources.pool(), stack.resources.graph(), embedder)
+    last = indexer_pb2.IndexProgress()
+    async for event in pipeline.run(corpus_id, str(root)):
+        last = event
+    assert last.done
+    return last
+
+
+def edit_tree(root: Path) -> None:
+    """Change one file, delete one, add one."""
+    pricing = root / "shop" / "pricing.py"
+    pricing.write_text(pricing.read_text().replace("TAX_RATE = 0.2", "TAX_RATE = 0.25"))
+    (root / "shop" / "inventory.py").unlink()
+    (root / "shop" / "orders.py").write_text(NEW_MODULE)
+
+
+async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    assert "TAX_RATE = 0.2\n" in (root / "shop" / "pricing.py").read_text()
+    embedder = RecordingEmbedder(stack.resources.embedder())
+    await index(stack, embedder, "reindex-inc", root)
+    before = await snapshot(stack, "reindex-inc")
+
+    # Unchanged: nothing embedded, nothing written, same generation.
+    embedder.texts.clear()
+    unchanged = await index(stack, embedder, "reindex-inc", root)
+    assert embedder.texts == []
+    assert (unchanged.message, unchanged.generation, unchanged.files_changed) == (
+        "unchanged",
+        before.generation,
+        0,
+    )
+    assert unchanged.entities == before.counts["entities"] > len(before.entities) > 0
+
+    edit_tree(root)
+    embedder.texts.clear()
+    progress = await index(stack, embedder, "reindex-inc", root)
+    after = await snapshot(stack, "reindex-inc")
+    assert (progress.files_changed, progress.files_deleted) == (2, 1)
+    assert after.generation == before.generation + 1
+
+    # Exactly the chunks of the changed and the new file were embedded.
+    touched = {"shop/pricing.py", "shop/orders.py"}
+    embedded_chunks = {cid for cid, (path, *_rest) in after.chunks.items() if path in touched}
+    assert len(embedder.texts) == len(embedded_chunks) > 0
+    # Chunks of untouched files kept their rows and their stored embeddings.
+    kept = {
+        cid for cid, (path, *_rest) in before.chunks.items() if path not in touched | {"shop/inventory.py"}
+    }
+    assert kept and kept <= after.chunks.keys()
+    assert all(np.array_equal(before.embeddings[cid], after.embeddings[cid]) for cid in kept)
+    assert not any(path == "shop/inventory.py" for path, *_rest in after.chunks.values())
+
+    # The graph moved with PostgreSQL: the deleted file's entities went, the new file's came,
+    # and the cross-file call into the changed file survived its replacement.
+    assert not any(file == "shop/inventory.py" for *_rest, file in after.entities.values())
+    assert ("shop.orders.order_total", "calls", "shop.pricing.apply_tax") in after.relations
+    assert ("shop.cart.Cart.total_price", "calls", "shop.pricing.compute_discount") in after.relations
+    assert not any("Inventory" in source or "Inventory" in target for source, _t, target in after.relations)
+    # The previous generation's graph is gone.
+    assert (await stack.resources.graph().counts(graph_key("reindex-inc", before.generation)))[
+        "entities"
+    ] == 0
+
+    # Incremental equals from scratch, in both stores.
+    await index(stack, RecordingEmbedder(stack.resources.embedder()), "reindex-fresh", root)
+    fresh = await snapshot(stack, "reindex-fresh")
+    assert sorted(after.chunks.values()) == sorted(fresh.chunks.values())
+    assert sorted(after.entities.values()) == sorted(fresh.entities.values())
+    assert after.relations == fresh.relations
+    assert after.counts == fresh.counts
+
+
+def worker_env(cfg: TriBridConfig) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TRIBRID_STATE_DIR": str(cfg.state_dir),
+        "TRIBRID_POSTGRES__PORT": str(cfg.postgres.port),
+        "TRIBRID_POSTGRES__DATABASE": cfg.postgres.database,
+        "TRIBRID_GRAPH_STORE__FALKORDB_PORT": str(cfg.graph_store.falkordb_port),
+        "TRIBRID_GRAPH_STORE__GRAPH_PREFIX": cfg.graph_store.graph_prefix,
+        "TRIBRID_EMBEDDING__NUM_THREADS": "1",
+    }
+
+
+async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
+    stack: Stack, tmp_path: Path
+) -> None:
+    corpus_id = "reindex-kill"
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    await index(stack, stack.resources.embedder(), corpus_id, root)
+    before = await snapshot(stack, corpus_id)
+
+    # Enough new code that embedding takes a while; the worker is killed during it.
+    edit_tree(root)
+    for n in range(60):
+        body = "\n\n".join(f"def helper_{n}_{i}(x: int) -> int:\n    return x * {i} + {n}" for i in range(12))
+        (root / "shop" / f"generated_{n}.py").write_text(body + "\n")
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.index_worker",
+        corpus_id,
+        str(root),
+        cwd=REPO_ROOT,
+        env=worker_env(stack.cfg),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert worker.stdout is not None
+    phases: list[str] = []
+    try:
+        async with asyncio.timeout(240):
+            while line := await worker.stdout.readline():
+                event = json.loads(line)
+                phases.append(event["phase"])
+                if event["phase"] == "embedding" and event.get("chunksEmbedded", 0) > 0:
+                    worker.send_signal(signal.SIGKILL)
+                    break
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+        await worker.wait()
+    assert worker.returncode == -signal.SIGKILL, f"worker ended by itself after phases {phases}"
+
+    # A half-built next generation in the graph, as a run killed while writing it would leave.
+    store = stack.resources.graph()
+    junk = graph_key(corpus_id, before.generation + 1)
+    await store.upsert_entities(
+        junk, [Entity("junk", corpus_id, "function", "junk", "junk", "junk.py", 1, 1, "")]
+    )
+
+    # The previous generation is what searches see, whole and without duplicates.
+    middle = await snapshot(stack, corpus_id)
+    assert middle.generation == before.generation
+    assert middle.chunks == before.chunks
+    assert middle.entities == before.entities
+    assert middle.relations == before.relations
+    assert middle.counts == before.counts
+
+    # A re-run finishes the job: same result as a fresh index of the tree, junk discarded.
+    progress = await index(stack, stack.resources.embedder(), corpus_id, root)
+    assert progress.generation == before.generation + 1
+    done = await snapshot(stack, corpus_id)
+    assert "junk" not in done.entities
+    assert ("shop.orders.order_total", "calls", "shop.pricing.apply_tax") in done.relations
+    assert sum(1 for path, *_r in done.chunks.values() if path.startswith("shop/generated_")) == 60 * 12
+
+
+@pytest.fixture(autouse=True)
+async def _clean_corpora(stack: Stack) -> None:
+    from services.indexer.graph_writer import discard_uncommitted, drop_generation
+    from services.indexer.pg_writer import delete_corpus
+
+    pool = await stack.resources.pool()
+    for corpus_id in ("reindex-inc", "reindex-fresh", "reindex-kill"):
+        generation = await corpus_generation(pool, corpus_id)
+        await delete_corpus(pool, corpus_id)
+        if generation is not None:
+            await discard_uncommitted(stack.resources.graph(), corpus_id, generation)
+            await drop_generation(stack.resources.graph(), corpus_id, generation)
