@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PROTO_SRC := $(wildcard protos/tribrid/v1/*.proto)
 PROTO_OUT := tribrid/v1/.generated
 
-.PHONY: install protos up down serve stop status demo test lint unit clean
+.PHONY: install protos up down serve stop status demo test lint unit clean bench-index
 
 install: $(STAMP) $(PROTO_OUT)
 
@@ -48,12 +48,16 @@ demo: serve
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy tribrid services tests
+	$(BIN)/mypy tribrid services tests bench
 
 unit: install
 	$(BIN)/pytest -q
 
 test: lint unit
+
+# Cold then unchanged index of a real repository (networkx, ~580 files); PATH=... to choose another.
+bench-index: up
+	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
 
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state

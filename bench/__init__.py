@@ -1,0 +1,1 @@
+"""Benchmarks and load tools (run with `python -m bench.<name>`)."""
