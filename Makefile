@@ -61,3 +61,23 @@ bench-index: up
 
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
+
+.PHONY: eval eval-sets load
+
+# Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
+# SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
+eval: serve
+	$(PY) -m tribrid.eval.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
+
+# Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
+eval-sets: install
+	$(PY) -m tribrid.eval.build_sets
+
+# Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
+# NO_CACHE_WARM=1: a unique query per request (vector pays for every query embedding).
+LEG ?= fusion
+CONCURRENCY ?= 8
+DURATION ?= 20
+load: install
+	$(PY) -m bench.load --leg $(LEG) --concurrency $(CONCURRENCY) --duration $(DURATION) \
+		$(if $(filter 1,$(NO_CACHE_WARM)),--no-cache-warm,) $(if $(CORPUS),--corpus $(CORPUS),)
