@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, GraphStoreConfig, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
-from tribrid.graphstore.base import corpus_of_key, graph_key
+from tribrid.graphstore.base import TraversalHit, corpus_of_key, graph_key
 from tribrid.models import Entity, EntityHit, Relation
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
@@ -200,12 +200,13 @@ async def seed_summary(
 
 async def test_seeds_rank_exact_then_prefix_then_substring(store: GraphStore, corpus: str) -> None:
     await load_seed_entities(store, corpus)
+    # Seeds come from indexes now, not a full scan: a term matches whole names and name prefixes
+    # (and words of qualified names), no longer the middle of a word ("reparse_all", e4).
     assert await seed_summary(store, corpus, ["PARSE"], ALL_ENTITY_TYPES) == [
         ("e1", 1.0),
         ("e2", 0.7),
         ("e3", 0.7),  # case-insensitive prefix
-        ("e4", 0.4),
-        ("e5", 0.4),  # substring of the qualified name only
+        ("e5", 0.4),  # a word of the qualified name only ("app.parse_utils.run")
     ]
 
 
@@ -419,3 +420,57 @@ async def test_copy_graph_then_change_copy_leaves_source_alone(store: GraphStore
         await store.delete_corpus(source)
         await store.delete_corpus(target)
     assert await store.all_relations(source) == []
+
+
+# --- directed traversal, lookups and communities (both backends) -------------------------------
+
+
+async def test_traverse_directions_and_paths(store: GraphStore, corpus: str) -> None:
+    await load_graph(store, corpus)
+
+    def brief(hits: list[TraversalHit]) -> list[tuple[str, int, tuple[str, ...], int]]:
+        return [(h.entity.entity_id, h.hops, h.path, h.supporting_paths) for h in hits]
+
+    assert brief(await store.traverse(corpus, ["a"], 2, ["calls"], direction="in")) == [
+        ("c", 1, ("a", "c"), 1)
+    ]
+    assert brief(await store.traverse(corpus, ["a"], 2, ALL_REL_TYPES, direction="out")) == [
+        ("b", 1, ("a", "b"), 1),
+        ("g", 1, ("a", "g"), 1),
+        ("d", 2, ("a", "b", "d"), 1),
+    ]
+    # fan-out 1: only the first neighbour by id at each hop
+    capped = await store.traverse(corpus, ["a"], 2, ALL_REL_TYPES, max_fanout=1)
+    assert brief(capped) == [("b", 1, ("a", "b"), 1), ("d", 2, ("a", "b", "d"), 1)]
+    with pytest.raises(ValueError, match="unknown direction"):
+        await store.traverse(corpus, ["a"], 2, ALL_REL_TYPES, direction="up")  # type: ignore[arg-type]
+
+
+async def test_neighbors_lookups_and_paths(store: GraphStore, corpus: str) -> None:
+    await load_graph(store, corpus)
+    found = await store.neighbors(corpus, "a", ALL_REL_TYPES, "both", 10)
+    assert [(n.entity.entity_id, n.relationship_type, n.direction) for n in found] == [
+        ("b", "calls", "out"),
+        ("g", "references", "out"),
+        ("c", "calls", "in"),
+    ]
+    assert [n.entity.entity_id for n in await store.neighbors(corpus, "a", ["calls"], "in", 10)] == ["c"]
+    chunks = await store.entities_by_chunks(corpus, ["chunk-c", "nope", "chunk-a"])
+    assert [e.entity_id for e in chunks] == ["a", "c"]
+    assert [e.entity_id for e in await store.find_by_qualified_name(corpus, "app.fn_a")] == ["a"]
+    assert await store.find_by_qualified_name(corpus, "APP.FN_A") == []  # case-sensitive
+    assert await store.shortest_path(corpus, "f", "e", 4, ALL_REL_TYPES) is None
+    path = await store.shortest_path(corpus, "f", "e", 5, ALL_REL_TYPES)
+    assert path is not None
+    assert path.entity_ids == ("f", "d", "b", "a", "c", "e")
+    assert path.relationship_types == ("calls", "imports", "calls", "calls", "inherits")
+
+
+async def test_communities_are_stored_and_counted(store: GraphStore, corpus: str) -> None:
+    await load_graph(store, corpus)
+    assert await store.entity_ids(corpus) == list("abcdefg")
+    assert await store.community_count(corpus) == 0
+    assert await store.community_of(corpus, ["a"]) == {}
+    assert await store.set_communities(corpus, {"a": 0, "b": 0, "c": 1, "g": -1}) == 4
+    assert await store.community_of(corpus, ["a", "b", "c", "g", "zz"]) == {"a": 0, "b": 0, "c": 1}
+    assert await store.community_count(corpus) == 2

@@ -1,18 +1,38 @@
-"""Graph search: query identifiers -> seed entities -> bounded traversal -> scored chunks."""
+"""Graph search: query identifiers -> seed entities -> bounded traversal -> scored chunks.
+
+Scoring of an entity reached from a seed over a shortest path of `hops` relations:
+
+    seed_score x hop_decay[hops] x path_weight(relation types) x (1 + path_bonus x ln(paths))
+    x (1 + community_boost if it shares a community with a seed)
+
+where seed_score is 1.0 / 0.7 / 0.4 for an exact / prefix / fuzzy name match (times how much
+the seed's entity type is worth as an answer) and `paths` counts the distinct shortest paths
+from any seed. A chunk scores as its best entity. Order: score desc, hops, chunk id.
+
+Direction: "who calls X" / "callers of X" / "what uses X" follow incoming calls and references
+edges (callers), "what does X call" / "X depends on" / "callees of X" outgoing ones (callees);
+other questions follow every configured relation type both ways. In a directional question the
+seed itself is not the answer, so it scores below its one-hop neighbours (x DIRECTED_SEED_FACTOR).
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import asyncpg
 
 from tribrid.graphstore import GraphStore
+from tribrid.graphstore.base import Direction, TraversalHit
+from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
 from tribrid.search_common import ScoredChunk, SearchParams
-from tribrid.stores.postgres import fetch_chunks
+from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
+from tribrid.v1 import common_pb2
 
 # Identifier-like words, dotted names included ("json.loads", "Foo.bar", "parse_args").
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -22,6 +42,42 @@ MIN_TERM_LEN = 3
 SEED_TYPE_WEIGHT = {"function": 1.0, "class": 1.0, "module": 0.9, "variable": 0.8, "import": 0.5}
 # How strongly a relationship ties two pieces of code together; a path is worth the product.
 RELATIONSHIP_WEIGHT = {"calls": 1.0, "inherits": 0.9, "references": 0.7, "imports": 0.6, "contains": 0.5}
+# In "who calls X" the answer is the callers, not X: X's own definition ranks below them.
+DIRECTED_SEED_FACTOR = 0.5
+# Relation types a directional question follows (unless the request names its own).
+DIRECTED_RELATIONSHIP_TYPES = ("calls", "references")
+# Words of a graph question, not names to look up.
+QUESTION_WORDS = frozenset(
+    """call calls called caller callers callee callees use uses used usage usages user users
+    invoke invokes invoked depend depends dependency dependencies reference references""".split()
+)
+
+QueryDirection = Literal["auto", "both", "callers", "callees"]
+QUERY_DIRECTIONS: tuple[QueryDirection, ...] = ("auto", "both", "callers", "callees")
+
+_CALLERS = re.compile(
+    r"\b(?:who|what|which\s+\w+)\s+(?:calls?|uses?|invokes?|references?|depends?\s+on)\b"
+    r"|\b(?:callers?|usages?|uses|users)\s+of\b"
+    r"|\bwhere\s+(?:is|are)\s+\S+\s+(?:called|used|invoked|referenced)\b"
+    r"|\bis\s+\S+\s+(?:called|used)\b",
+    re.IGNORECASE,
+)
+_CALLEES = re.compile(
+    r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+\S+\s+(?:call|use|invoke|depend\s+on|reference)\b"
+    r"|\bcallees?\s+of\b"
+    r"|\bdepends?\s+on\b"
+    r"|\b(?:called|used|invoked)\s+(?:by|from|in)\b",
+    re.IGNORECASE,
+)
+
+
+def detect_direction(query: str) -> Literal["callers", "callees"] | None:
+    """Which way a question looks along the call graph, if it says so."""
+    if _CALLERS.search(query):
+        return "callers"
+    if _CALLEES.search(query):
+        return "callees"
+    return None
 
 
 def path_weight(relationship_types: Sequence[str]) -> float:
@@ -32,14 +88,24 @@ def path_weight(relationship_types: Sequence[str]) -> float:
 
 
 def seed_terms(query: str) -> list[str]:
-    """Candidate entity names from a query: identifiers and their last dotted part, stop words out."""
+    """Candidate entity names from a query: identifiers and their last dotted part.
+
+    Stop words and graph-question words ("calls", "callers", "uses") are dropped.
+    """
     terms: dict[str, None] = {}
     for match in _IDENTIFIER.finditer(query):
         word = match.group()
         for candidate in (word, word.rsplit(".", 1)[-1]):
-            if len(candidate) >= MIN_TERM_LEN and candidate.lower() not in STOPWORDS:
+            lowered = candidate.lower()
+            if len(candidate) >= MIN_TERM_LEN and lowered not in STOPWORDS and lowered not in QUESTION_WORDS:
                 terms.setdefault(candidate, None)
     return list(terms)
+
+
+def seed_match(score: float) -> str:
+    if score >= EXACT_SCORE:
+        return "exact"
+    return "prefix" if score >= PREFIX_SCORE else "fuzzy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,72 +116,226 @@ class GraphSettings:
     hop_decay: Sequence[float]
     max_seeds: int
     max_expansion: int
+    direction: QueryDirection = "auto"
+    # True when the request named its relationship types (a directional question keeps them).
+    explicit_relationship_types: bool = False
+    max_fanout: int = 50
+    path_bonus: float = 0.1
+    community_boost: float = 0.0
 
 
 @dataclass(slots=True)
-class _ChunkScore:
+class _Best:
     score: float
     hops: int
+    entity_id: str
     detail: str
+    provenance: common_pb2.GraphProvenance = field(default_factory=common_pb2.GraphProvenance)
+
+    def key(self) -> tuple[float, int, str]:
+        return (-self.score, self.hops, self.entity_id)
 
 
-def _better(candidate: _ChunkScore, current: _ChunkScore | None) -> bool:
-    return current is None or (candidate.score, -candidate.hops) > (current.score, -current.hops)
+@dataclass(frozen=True, slots=True)
+class GraphResult:
+    chunks: list[ScoredChunk]
+    provenance: dict[str, common_pb2.GraphProvenance]
 
 
-async def graph_search(
-    store: GraphStore, pool: asyncpg.Pool, params: SearchParams, settings: GraphSettings
-) -> list[ScoredChunk]:
-    terms = seed_terms(params.query)
-    if not terms:
-        return []
-    seeds = await store.find_seeds(params.corpus_id, terms, settings.entity_types, settings.max_seeds)
-    if not seeds:
-        return []
-    best: dict[str, _ChunkScore] = {}
+def _traversal_plan(settings: GraphSettings, query: str) -> tuple[Direction, list[str], bool]:
+    """(edge direction, relation types, whether the question is directional)."""
+    wanted = settings.direction
+    if wanted == "auto":
+        wanted = detect_direction(query) or "both"
+    if wanted == "both":
+        return "both", list(settings.relationship_types), False
+    rel_types = list(settings.relationship_types)
+    if not settings.explicit_relationship_types:
+        directed = [r for r in rel_types if r in DIRECTED_RELATIONSHIP_TYPES]
+        rel_types = directed or rel_types
+    return ("in" if wanted == "callers" else "out"), rel_types, True
 
-    def offer(entity: Entity, score: float, hops: int, detail: str) -> None:
-        if not entity.chunk_id:
-            return
-        candidate = _ChunkScore(score, hops, detail)
-        if _better(candidate, best.get(entity.chunk_id)):
-            best[entity.chunk_id] = candidate
 
-    seed_score = {entity.entity_id: score for entity, score in seeds}
-    seed_name = {entity.entity_id: entity.qualified_name for entity, _ in seeds}
-    for entity, score in seeds:
-        weight = SEED_TYPE_WEIGHT.get(entity.type, 1.0)
-        offer(entity, score * weight * settings.hop_decay[0], 0, f"seed={entity.qualified_name} hops=0")
-    hits = await store.expand(
-        params.corpus_id,
-        list(seed_score),
-        settings.max_hops,
-        settings.relationship_types,
-        settings.max_expansion,
-    )
+def hit_score(hit: TraversalHit, seed_score: float, settings: GraphSettings, same_community: bool) -> float:
+    score = seed_score * settings.hop_decay[hit.hops] * path_weight(hit.relationship_types)
+    score *= 1.0 + settings.path_bonus * math.log(max(hit.supporting_paths, 1))
+    if same_community:
+        score *= 1.0 + settings.community_boost
+    return score
+
+
+async def _names(store: GraphStore, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]) -> None:
+    """Fill `known` with every entity on the hits' paths (most are hits or seeds already)."""
     for hit in hits:
-        score = (
-            seed_score.get(hit.seed_id, 0.0)
-            * settings.hop_decay[hit.hops]
-            * path_weight(hit.relationship_types)
-        )
-        via = ",".join(hit.relationship_types)
-        offer(
-            hit.entity,
-            score,
-            hit.hops,
-            f"seed={seed_name.get(hit.seed_id, hit.seed_id)} hops={hit.hops} via={via}",
-        )
+        known.setdefault(hit.entity.entity_id, hit.entity)
+    missing = sorted({eid for hit in hits for eid in hit.path} - set(known))
+    for entity in await store.get_entities(key, missing):
+        known[entity.entity_id] = entity
 
-    rows = await fetch_chunks(pool, params.corpus_id, list(best))
-    path_re = re.compile(params.path_regex) if params.path_regex else None
-    ranked = sorted(
+
+def _filtered(
+    rows: dict[str, ChunkRow], best: dict[str, _Best], params_path: str | None, languages: Sequence[str]
+) -> list[str]:
+    path_re = re.compile(params_path) if params_path else None
+    return sorted(
         (
             cid
             for cid, row in rows.items()
-            if (path_re is None or path_re.match(row.file_path))
-            and (not params.languages or row.language in params.languages)
+            if cid in best
+            and (path_re is None or path_re.match(row.file_path))
+            and (not languages or row.language in languages)
         ),
-        key=lambda cid: (-best[cid].score, best[cid].hops, cid),
+        key=lambda cid: (*best[cid].key(), cid),
     )
-    return [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked[: params.top_k]]
+
+
+async def graph_search(
+    store: GraphStore, pool: asyncpg.Pool, key: str, params: SearchParams, settings: GraphSettings
+) -> GraphResult:
+    """Search the graph stored under `key` (a generation of params.corpus_id)."""
+    terms = seed_terms(params.query)
+    if not terms:
+        return GraphResult([], {})
+    seeds = await store.find_seeds(key, terms, settings.entity_types, settings.max_seeds)
+    if not seeds:
+        return GraphResult([], {})
+    direction, rel_types, directional = _traversal_plan(settings, params.query)
+    best: dict[str, _Best] = {}
+
+    def offer(entity: Entity, candidate: _Best) -> None:
+        if not entity.chunk_id:
+            return
+        current = best.get(entity.chunk_id)
+        if current is None or candidate.key() < current.key():
+            best[entity.chunk_id] = candidate
+
+    seed_score = {entity.entity_id: score for entity, score in seeds}
+    known = {entity.entity_id: entity for entity, _ in seeds}
+    seed_factor = DIRECTED_SEED_FACTOR if directional else 1.0
+    for entity, score in seeds:
+        weight = SEED_TYPE_WEIGHT.get(entity.type, 1.0)
+        offer(
+            entity,
+            _Best(
+                score * weight * settings.hop_decay[0] * seed_factor,
+                0,
+                entity.entity_id,
+                f"seed={entity.qualified_name} hops=0 match={seed_match(score)}",
+                common_pb2.GraphProvenance(
+                    seed_entity=entity.qualified_name,
+                    path=[entity.qualified_name],
+                    hops=0,
+                    supporting_paths=1,
+                    seed_match=seed_match(score),
+                ),
+            ),
+        )
+    # Seeds in priority order (best match first): ties between routes go to the better seed.
+    hits = (
+        await store.traverse(
+            key,
+            [entity.entity_id for entity, _ in seeds],
+            settings.max_hops,
+            rel_types,
+            direction=direction,
+            max_fanout=settings.max_fanout,
+            limit=settings.max_expansion,
+        )
+        if rel_types
+        else []
+    )
+    await _names(store, key, hits, known)
+    communities: dict[str, int] = {}
+    if settings.community_boost > 0 and hits:
+        communities = await store.community_of(key, [*seed_score, *(h.entity.entity_id for h in hits)])
+    seed_communities = {communities[s] for s in seed_score if s in communities}
+    for hit in hits:
+        same = communities.get(hit.entity.entity_id, -1) in seed_communities
+        score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same)
+        seed = known[hit.seed_id]
+        via = ",".join(hit.relationship_types)
+        offer(
+            hit.entity,
+            _Best(
+                score,
+                hit.hops,
+                hit.entity.entity_id,
+                f"seed={seed.qualified_name} hops={hit.hops} via={via} paths={hit.supporting_paths}",
+                common_pb2.GraphProvenance(
+                    seed_entity=seed.qualified_name,
+                    path=[known[eid].qualified_name if eid in known else eid for eid in hit.path],
+                    relationship_types=list(hit.relationship_types),
+                    hops=hit.hops,
+                    supporting_paths=hit.supporting_paths,
+                    seed_match=seed_match(seed_score.get(hit.seed_id, 0.0)),
+                ),
+            ),
+        )
+
+    rows = await fetch_chunks(pool, params.corpus_id, list(best))
+    ranked = _filtered(rows, best, params.path_regex, params.languages)[: params.top_k]
+    return GraphResult(
+        [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked],
+        {cid: best[cid].provenance for cid in ranked},
+    )
+
+
+async def expand_context(
+    store: GraphStore,
+    pool: asyncpg.Pool,
+    corpus_id: str,
+    key: str,
+    chunk_ids: Sequence[str],
+    max_hops: int,
+    relationship_types: Sequence[str],
+    top_k: int,
+    settings: GraphSettings,
+) -> GraphResult:
+    """Chunks -> their entities -> neighbours within max_hops (both ways) -> other chunks.
+
+    A neighbour scores hop_decay[hops] x path_weight x path bonus; the input chunks are left out.
+    """
+    inputs = set(chunk_ids)
+    starts = await store.entities_by_chunks(key, list(chunk_ids))
+    if not starts or not relationship_types:
+        return GraphResult([], {})
+    hits = await store.traverse(
+        key,
+        [e.entity_id for e in starts],
+        max_hops,
+        relationship_types,
+        direction="both",
+        max_fanout=settings.max_fanout,
+        limit=settings.max_expansion,
+    )
+    known = {e.entity_id: e for e in starts}
+    await _names(store, key, hits, known)
+    best: dict[str, _Best] = {}
+    for hit in hits:
+        cid = hit.entity.chunk_id
+        if not cid or cid in inputs:
+            continue
+        seed = known[hit.seed_id]
+        candidate = _Best(
+            hit_score(hit, 1.0, settings, False),
+            hit.hops,
+            hit.entity.entity_id,
+            f"from={seed.qualified_name} hops={hit.hops} via={','.join(hit.relationship_types)}",
+            common_pb2.GraphProvenance(
+                seed_entity=seed.qualified_name,
+                path=[known[eid].qualified_name if eid in known else eid for eid in hit.path],
+                relationship_types=list(hit.relationship_types),
+                hops=hit.hops,
+                supporting_paths=hit.supporting_paths,
+                seed_match="exact",
+            ),
+        )
+        current = best.get(cid)
+        if current is None or candidate.key() < current.key():
+            best[cid] = candidate
+    rows = await fetch_chunks(pool, corpus_id, list(best))
+    ranked = _filtered(rows, best, None, ())[:top_k]
+    return GraphResult(
+        [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked],
+        {cid: best[cid].provenance for cid in ranked},
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
 from tribrid.models import Entity, EntityHit, Relation
@@ -24,6 +25,43 @@ def corpus_of_key(key: str) -> str:
     """The corpus a graph key belongs to (a plain corpus id is its own key)."""
     corpus, separator, generation = key.rpartition(GENERATION_SEPARATOR)
     return corpus if separator and generation.isdigit() else key
+
+
+# Edge direction of a traversal step: "out" follows a -> b, "in" follows a <- b.
+Direction = Literal["both", "out", "in"]
+DIRECTIONS: tuple[Direction, ...] = ("both", "out", "in")
+NO_COMMUNITY = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TraversalHit:
+    """An entity reached by `traverse`: its best shortest route and how many shortest routes exist."""
+
+    entity: Entity
+    hops: int
+    seed_id: str
+    relationship_types: tuple[str, ...]
+    # Entity ids from the seed to the entity (hops + 1 entries).
+    path: tuple[str, ...]
+    # Number of distinct shortest paths from any seed (edge-distinct, counted breadth-first).
+    supporting_paths: int
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """One entity next to another, the relationship type linking them and its direction."""
+
+    entity: Entity
+    relationship_type: str
+    direction: Literal["out", "in"]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPath:
+    """Entities along a path (source first) and the stored relationship type of each step."""
+
+    entity_ids: tuple[str, ...]
+    relationship_types: tuple[str, ...]
 
 
 @runtime_checkable
@@ -61,9 +99,12 @@ class GraphStore(Protocol):
     ) -> list[tuple[Entity, float]]:
         """Entities whose name or qualified name matches a term, case-insensitively.
 
-        Score per entity is its best over the terms: 1.0 when the name or the qualified name
-        equals the term, 0.7 when the name starts with it, 0.4 when the name or the qualified
-        name contains it. Ordered by score (desc), then entity id.
+        Score per entity is its best over the terms: 1.0 (exact) when the name or the qualified
+        name equals the term, 0.7 (prefix) when the name starts with it, 0.4 (fuzzy) for any
+        other fulltext-index hit (a word of the qualified name starts with the term, or a word
+        is one edit away from a term of 5+ characters). Exact matches use an index on the
+        lower-cased names; the rest come from the fulltext index, never a scan. Ordered by
+        score (desc), then entity id.
         """
         ...
 
@@ -83,8 +124,69 @@ class GraphStore(Protocol):
         """
         ...
 
+    async def traverse(
+        self,
+        corpus_id: str,
+        seed_ids: Sequence[str],
+        max_hops: int,
+        relationship_types: Sequence[str],
+        *,
+        direction: Direction = "both",
+        max_fanout: int = 0,
+        limit: int = 1000,
+    ) -> list[TraversalHit]:
+        """Breadth-first from the seeds over the given relation types and direction, 1..max_hops.
+
+        Seeds are given in priority order: when shortest routes tie, the earlier seed wins, then
+        the smaller type sequence, then the smaller path. At most `max_fanout` new neighbours per
+        node and hop (0 = no cap; the first by neighbour id). Seeds are not hits. Ordered by
+        hops, then entity id; at most `limit` hits.
+        """
+        ...
+
+    async def neighbors(
+        self,
+        corpus_id: str,
+        entity_id: str,
+        relationship_types: Sequence[str],
+        direction: Direction,
+        limit: int,
+    ) -> list[Neighbour]:
+        """Entities one relation away, ordered by direction ("out" first), type, then entity id."""
+        ...
+
+    async def shortest_path(
+        self, corpus_id: str, source_id: str, target_id: str, max_hops: int, relationship_types: Sequence[str]
+    ) -> GraphPath | None:
+        """A shortest path ignoring edge direction (ties: smallest type sequence, then ids), or None."""
+        ...
+
     async def get_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> list[Entity]:
         """The stored entities among these ids, in the order asked (unknown ids are skipped)."""
+        ...
+
+    async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:
+        """Entities defined in these chunks, ordered by entity id."""
+        ...
+
+    async def find_by_qualified_name(self, corpus_id: str, qualified_name: str) -> list[Entity]:
+        """Entities with exactly this qualified name (case-sensitive), ordered by entity id."""
+        ...
+
+    async def entity_ids(self, corpus_id: str) -> list[str]:
+        """Every stored entity id, sorted."""
+        ...
+
+    async def set_communities(self, corpus_id: str, membership: Mapping[str, int]) -> int:
+        """Store each entity's community number (-1 = none); returns how many entities were set."""
+        ...
+
+    async def community_of(self, corpus_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Community of each of these entities that has one stored (>= 0)."""
+        ...
+
+    async def community_count(self, corpus_id: str) -> int:
+        """Number of distinct communities (>= 0) stored; 0 when never computed."""
         ...
 
     async def all_relations(self, corpus_id: str) -> list[Relation]:
@@ -130,6 +232,13 @@ def check_entity_types(entity_types: Sequence[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown entity types {unknown}; allowed: {list(ENTITY_TYPES)}")
     return sorted(set(entity_types))
+
+
+def check_direction(direction: str) -> Direction:
+    for known in DIRECTIONS:
+        if direction == known:
+            return known
+    raise ValueError(f"unknown direction {direction!r}; allowed: {list(DIRECTIONS)}")
 
 
 def check_relationship_types(relationship_types: Sequence[str]) -> list[str]:

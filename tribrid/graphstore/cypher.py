@@ -5,11 +5,15 @@ always travel as query parameters; the only things formatted into query text are
 labels (from a fixed whitelist) because Cypher cannot parameterize them.
 
 Nodes: (:Entity {id, corpus_id, type, name, qualified_name, file_path, start_line, end_line,
-chunk_id}). Relationships: one label per relationship type, upper-cased (calls -> CALLS).
+chunk_id, name_lower, qname_lower[, community]}). `name_lower`/`qname_lower` are lower-cased copies
+kept for indexed exact-name lookups; `community` is written by graphstore.communities (-1 = an
+entity without relations). Relationships: one label per relationship type, upper-cased
+(calls -> CALLS).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tribrid.config import RELATIONSHIP_TYPES
@@ -18,10 +22,11 @@ from tribrid.config import RELATIONSHIP_TYPES
 REL_LABELS: dict[str, str] = {rel_type: rel_type.upper() for rel_type in RELATIONSHIP_TYPES}
 REL_TYPES_BY_LABEL: dict[str, str] = {label: rel_type for rel_type, label in REL_LABELS.items()}
 
-# find_seeds scores, sent as parameters
-EXACT_SCORE = 1.0
-PREFIX_SCORE = 0.7
-SUBSTRING_SCORE = 0.4
+# find_seeds scores: how a seed matched a query term
+EXACT_SCORE = 1.0  # name or qualified name equals the term (case-insensitive)
+PREFIX_SCORE = 0.7  # name starts with the term
+FUZZY_SCORE = 0.4  # any other fulltext hit: a word of the qualified name starts with the term, or a typo
+SUBSTRING_SCORE = FUZZY_SCORE  # old name
 
 ENTITY_COLUMNS = (
     "e.id AS id, e.corpus_id AS corpus_id, e.type AS type, e.name AS name, "
@@ -52,8 +57,23 @@ DETACH DELETE e
 RETURN count(*) AS deleted
 """
 
-# One scan; toLower on both sides makes the match case-insensitive ($terms arrive lower-cased).
-FIND_SEEDS = f"""
+# Indexed exact lookups ($terms arrive lower-cased); one query per property so each uses its index.
+FIND_EXACT_BY_NAME = f"""
+UNWIND $terms AS term
+MATCH (e:Entity {{corpus_id: $corpus_id, name_lower: term}})
+WHERE e.type IN $entity_types
+RETURN {ENTITY_COLUMNS}
+"""
+
+FIND_EXACT_BY_QNAME = f"""
+UNWIND $terms AS term
+MATCH (e:Entity {{corpus_id: $corpus_id, qname_lower: term}})
+WHERE e.type IN $entity_types
+RETURN {ENTITY_COLUMNS}
+"""
+
+# The old full scan (kept for the benchmark in tests/test_graph_leg.py; no longer used by find_seeds).
+FIND_SEEDS_SCAN = f"""
 MATCH (e:Entity {{corpus_id: $corpus_id}})
 WHERE e.type IN $entity_types
 WITH e, toLower(e.name) AS name, toLower(e.qualified_name) AS qname
@@ -99,6 +119,46 @@ SET e.corpus_id = $corpus_id
 RETURN count(*) AS relabelled
 """
 
+ENTITY_IDS = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+WHERE e.id > $after
+RETURN e.id AS id
+ORDER BY id
+LIMIT $batch
+"""
+
+ENTITIES_BY_CHUNKS = f"""
+UNWIND $chunk_ids AS cid
+MATCH (e:Entity {{corpus_id: $corpus_id, chunk_id: cid}})
+RETURN {ENTITY_COLUMNS}
+"""
+
+FIND_BY_QNAME = f"""
+MATCH (e:Entity {{corpus_id: $corpus_id, qname_lower: $qname_lower}})
+WHERE e.qualified_name = $qualified_name
+RETURN {ENTITY_COLUMNS}
+ORDER BY id
+"""
+
+SET_COMMUNITIES = """
+UNWIND $rows AS row
+MATCH (e:Entity {corpus_id: $corpus_id, id: row.id})
+SET e.community = row.community
+RETURN count(*) AS written
+"""
+
+COMMUNITY_OF = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {corpus_id: $corpus_id, id: entity_id})
+RETURN e.id AS id, e.community AS community
+"""
+
+COUNT_COMMUNITIES = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+WHERE e.community >= 0
+RETURN count(DISTINCT e.community) AS n
+"""
+
 ALL_ENTITY_ROWS = """
 MATCH (e:Entity {corpus_id: $corpus_id})
 WHERE e.id > $after
@@ -135,23 +195,51 @@ RETURN count(*) AS deleted
 """
 
 
-def neighbours(rel_types: list[str]) -> str:
-    """One breadth-first step: every (frontier id, relation label, neighbour id), both directions."""
-    return f"""
+DIRECTIONS = ("both", "out", "in")
+_PATTERNS = {"both": "-[r:{labels}]-", "out": "-[r:{labels}]->", "in": "<-[r:{labels}]-"}
+
+
+def neighbours(rel_types: list[str], direction: str = "both", *, capped: bool = False) -> str:
+    """One breadth-first step: every (frontier id, relation label, neighbour id).
+
+    direction: "both" (ignore edge direction), "out" (a -> b) or "in" (a <- b). With `capped`,
+    at most $fanout neighbours per frontier node, the first by (neighbour id, label) among those
+    not in $seen (entities reached already): a dense node cannot blow up the next hop, and the
+    choice is deterministic.
+    """
+    pattern = _PATTERNS[direction].format(labels=_labels(rel_types))  # KeyError: unknown direction
+    match = f"""
 UNWIND $ids AS source_id
-MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}})-[r:{_labels(rel_types)}]-(b:Entity)
+MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}}){pattern}(b:Entity)
 WHERE b.corpus_id = $corpus_id
-RETURN source_id, type(r) AS label, b.id AS target_id
 """
+    if not capped:
+        return match + "RETURN source_id, type(r) AS label, b.id AS target_id\n"
+    return (
+        match
+        + """AND NOT b.id IN $seen
+WITH source_id, type(r) AS label, b.id AS target_id
+ORDER BY source_id, target_id, label
+WITH source_id, collect([label, target_id])[..$fanout] AS found
+UNWIND found AS pair
+RETURN source_id, pair[0] AS label, pair[1] AS target_id
+"""
+    )
+
+
+# Lucene (Neo4j) and RediSearch (FalkorDB) query-syntax characters; user text escapes them all.
+_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/\s])')
+_REDISEARCH_SPECIAL = re.compile(r"([^A-Za-z0-9_\u0080-\U0010ffff])")
 
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """What differs between the databases' Cypher: only schema DDL, as it turned out.
+    """What differs between the databases' Cypher: schema DDL and the fulltext index query.
 
     Traversal is a hop-by-hop breadth-first search built from the shared `neighbours` query
-    (exact minimum hops without enumerating every path), so neither dialect's shortestPath
-    form is needed; seed lookup uses plain string predicates, so no fulltext query either.
+    (exact minimum hops and supporting-path counts without enumerating every path, the same
+    for both databases), so neither dialect's shortestPath form is needed. Seed lookup uses the
+    fulltext index (different procedure names and query syntax) plus indexed exact lookups.
     """
 
     name: str
@@ -159,15 +247,42 @@ class Dialect:
     schema_statements: tuple[str, ...]
     # Substring of the error raised when an index already exists; None when the DDL is idempotent.
     existing_index_error: str | None = None
+    # The fulltext CALL; must YIELD `node` and `score`. The query text travels as $q.
+    fulltext_call: str = ""
+    # "redisearch" (FalkorDB) or "lucene" (Neo4j): how prefix/fuzzy queries are written.
+    fulltext_syntax: str = "lucene"
 
     def is_existing_index_error(self, exc: BaseException) -> bool:
         return self.existing_index_error is not None and self.existing_index_error in str(exc)
+
+    def escape(self, text: str) -> str:
+        """User text as a literal term of this dialect's fulltext syntax."""
+        pattern = _REDISEARCH_SPECIAL if self.fulltext_syntax == "redisearch" else _LUCENE_SPECIAL
+        return pattern.sub(r"\\\1", text)
+
+    def fulltext_text(self, term: str, *, fuzzy: bool) -> str:
+        """A fulltext query: words starting with the term, or (fuzzy) one edit away from it."""
+        word = self.escape(term)
+        if self.fulltext_syntax == "redisearch":
+            return f"{word}* | %{word}%" if fuzzy else f"{word}*"
+        return f"{word}* OR {word}~1" if fuzzy else f"{word}*"
+
+    def fulltext_query(self) -> str:
+        return f"""
+{self.fulltext_call} YIELD node, score
+WITH node AS e, score
+WHERE e.corpus_id = $corpus_id AND e.type IN $entity_types
+RETURN {ENTITY_COLUMNS}, score
+ORDER BY score DESC, id ASC
+LIMIT $limit
+"""
 
 
 # FalkorDB: one graph per corpus, so corpus_id has a single value per graph and an index on it
 # is useless (it only tempts the planner). Indexes are per attribute (a composite CREATE INDEX
 # indexes each attribute and fails whole if one exists), there is no IF NOT EXISTS, and
-# re-creating one fails with "Attribute 'x' is already indexed".
+# re-creating one fails with "Attribute 'x' is already indexed". The fulltext index (RediSearch)
+# splits on punctuation but not on '_': "app.parse_args" is the words "app" and "parse_args".
 FALKORDB = Dialect(
     name="falkordb",
     schema_statements=(
@@ -175,13 +290,18 @@ FALKORDB = Dialect(
         "CREATE INDEX FOR (e:Entity) ON (e.name)",
         "CREATE INDEX FOR (e:Entity) ON (e.file_path)",
         "CREATE FULLTEXT INDEX FOR (e:Entity) ON (e.name, e.qualified_name)",
+        "CREATE INDEX FOR (e:Entity) ON (e.name_lower)",
+        "CREATE INDEX FOR (e:Entity) ON (e.qname_lower)",
+        "CREATE INDEX FOR (e:Entity) ON (e.chunk_id)",
     ),
     existing_index_error="already indexed",
+    fulltext_call="CALL db.idx.fulltext.queryNodes('Entity', $q)",
+    fulltext_syntax="redisearch",
 )
 
 # Neo4j 5: all corpora share one database, so every lookup key leads with corpus_id. The
 # uniqueness constraint makes MERGE on (corpus_id, id) safe under concurrency and brings its
-# own index.
+# own index. The fulltext index spans corpora: its hits are filtered by corpus afterwards.
 NEO4J = Dialect(
     name="neo4j",
     schema_statements=(
@@ -190,5 +310,10 @@ NEO4J = Dialect(
         "CREATE INDEX entity_name IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.name)",
         "CREATE INDEX entity_file IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.file_path)",
         "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.qualified_name]",
+        "CREATE INDEX entity_name_lower IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.name_lower)",
+        "CREATE INDEX entity_qname_lower IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.qname_lower)",
+        "CREATE INDEX entity_chunk IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.chunk_id)",
     ),
+    fulltext_call="CALL db.index.fulltext.queryNodes('entity_text', $q)",
+    fulltext_syntax="lucene",
 )

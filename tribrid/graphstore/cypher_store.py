@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
 from tribrid.graphstore import cypher
 from tribrid.graphstore.base import (
+    NO_COMMUNITY,
+    Direction,
+    GraphPath,
+    Neighbour,
+    TraversalHit,
     check_corpus_id,
+    check_direction,
     check_entity,
     check_entity_types,
     check_max_hops,
@@ -29,11 +36,19 @@ class _Route:
     """How a traversal first reached an entity."""
 
     hops: int
+    seed_rank: int
     seed_id: str
     relationship_types: tuple[str, ...]
+    path: tuple[str, ...]
 
-    def sort_key(self) -> tuple[str, tuple[str, ...]]:
-        return (self.seed_id, self.relationship_types)
+    def sort_key(self) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+        return (self.seed_rank, self.relationship_types, self.path)
+
+
+# Fulltext candidates fetched per term before classifying them (exact / prefix / fuzzy).
+_FULLTEXT_CANDIDATES = 200
+# Fuzzy (one edit) fulltext matching only for terms at least this long: shorter ones match noise.
+_FUZZY_MIN_LEN = 5
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -52,6 +67,8 @@ def _entity_row(key: str, entity: Entity) -> Row:
         "start_line": entity.start_line,
         "end_line": entity.end_line,
         "chunk_id": entity.chunk_id,
+        "name_lower": entity.name.lower(),
+        "qname_lower": entity.qualified_name.lower(),
     }
 
 
@@ -204,17 +221,37 @@ class CypherGraphStore(ABC):
         lowered = clean_strings([t.strip().lower() for t in terms])
         if not lowered or not types or limit <= 0:
             return []
-        rows = await self._read(
-            corpus_id,
-            cypher.FIND_SEEDS,
-            terms=lowered,
-            entity_types=types,
-            limit=limit,
-            exact_score=cypher.EXACT_SCORE,
-            prefix_score=cypher.PREFIX_SCORE,
-            substring_score=cypher.SUBSTRING_SCORE,
-        )
-        return [(_entity_from_row(row), float(row["score"])) for row in rows]
+        best: dict[str, tuple[Entity, float]] = {}
+
+        def offer(entity: Entity, score: float) -> None:
+            current = best.get(entity.entity_id)
+            if current is None or score > current[1]:
+                best[entity.entity_id] = (entity, score)
+
+        exact_queries = [
+            self._read(corpus_id, query, terms=lowered, entity_types=types)
+            for query in (cypher.FIND_EXACT_BY_NAME, cypher.FIND_EXACT_BY_QNAME)
+        ]
+        # Dotted terms are qualified names: exact lookups only (their last part is a term too).
+        words = [t for t in lowered if "." not in t]
+        fulltext = self.dialect.fulltext_query()
+        fulltext_queries = [
+            self._read(
+                corpus_id,
+                fulltext,
+                q=self.dialect.fulltext_text(word, fuzzy=len(word) >= _FUZZY_MIN_LEN),
+                entity_types=types,
+                limit=_FULLTEXT_CANDIDATES,
+            )
+            for word in words
+        ]
+        results = await asyncio.gather(*exact_queries, *fulltext_queries)
+        for rows in results:
+            for row in rows:
+                entity = _entity_from_row(row)
+                offer(entity, _seed_score(entity, lowered))
+        ranked = sorted(best.values(), key=lambda pair: (-pair[1], pair[0].entity_id))
+        return ranked[:limit]
 
     async def expand(
         self,
@@ -224,48 +261,137 @@ class CypherGraphStore(ABC):
         relationship_types: Sequence[str],
         limit: int,
     ) -> list[EntityHit]:
+        hits = await self.traverse(
+            corpus_id, sorted(clean_strings(seed_ids)), max_hops, relationship_types, limit=limit
+        )
+        return [EntityHit(h.entity, h.hops, h.seed_id, h.relationship_types) for h in hits]
+
+    async def traverse(
+        self,
+        corpus_id: str,
+        seed_ids: Sequence[str],
+        max_hops: int,
+        relationship_types: Sequence[str],
+        *,
+        direction: Direction = "both",
+        max_fanout: int = 0,
+        limit: int = 1000,
+    ) -> list[TraversalHit]:
         check_corpus_id(corpus_id)
         check_max_hops(max_hops)
+        check_direction(direction)
         rel_types = check_relationship_types(relationship_types)
-        seeds = sorted(clean_strings(seed_ids))
+        seeds = clean_strings(seed_ids)
         if not seeds or not rel_types or limit <= 0:
             return []
-        routes = await self._breadth_first(corpus_id, seeds, max_hops, rel_types, limit)
+        routes, paths = await self._breadth_first(
+            corpus_id, seeds, max_hops, rel_types, limit, direction, max_fanout
+        )
         ranked = sorted((route.hops, entity_id) for entity_id, route in routes.items() if route.hops > 0)
         chosen = [entity_id for _, entity_id in ranked[:limit]]
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen)}
         return [
-            EntityHit(entities[eid], routes[eid].hops, routes[eid].seed_id, routes[eid].relationship_types)
+            TraversalHit(
+                entities[eid],
+                routes[eid].hops,
+                routes[eid].seed_id,
+                routes[eid].relationship_types,
+                routes[eid].path,
+                paths[eid],
+            )
             for eid in chosen
             if eid in entities
         ]
 
     async def _breadth_first(
-        self, corpus_id: str, seeds: list[str], max_hops: int, rel_types: list[str], limit: int
-    ) -> dict[str, _Route]:
-        """Multi-source BFS, one query per hop: exact minimum hops, no path enumeration."""
-        routes = {seed: _Route(0, seed, ()) for seed in seeds}
-        query = cypher.neighbours(rel_types)
-        frontier = seeds
+        self,
+        corpus_id: str,
+        seeds: list[str],
+        max_hops: int,
+        rel_types: list[str],
+        limit: int,
+        direction: Direction = "both",
+        max_fanout: int = 0,
+        stop_at: str | None = None,
+    ) -> tuple[dict[str, _Route], dict[str, int]]:
+        """Multi-source BFS, one query per hop: exact minimum hops and shortest-path counts."""
+        routes = {seed: _Route(0, rank, seed, (), (seed,)) for rank, seed in enumerate(seeds)}
+        paths = dict.fromkeys(seeds, 1)
+        capped = max_fanout > 0
+        query = cypher.neighbours(rel_types, direction, capped=capped)
+        extra: Row = {"fanout": max_fanout} if capped else {}
+        frontier = sorted(seeds)
         for hop in range(1, max_hops + 1):
             found: dict[str, _Route] = {}
+            seen_edges: set[tuple[str, str, str]] = set()
             for batch in _batches(frontier, self._batch_size):
-                for row in await self._read(corpus_id, query, ids=list(batch)):
-                    target = str(row["target_id"])
-                    if target in routes:
+                if capped:
+                    extra["seen"] = list(routes)
+                for row in await self._read(corpus_id, query, ids=list(batch), **extra):
+                    source, label, target = str(row["source_id"]), str(row["label"]), str(row["target_id"])
+                    if target in routes or (source, label, target) in seen_edges:
                         continue
-                    via = routes[str(row["source_id"])]
-                    step = cypher.REL_TYPES_BY_LABEL[str(row["label"])]
-                    route = _Route(hop, via.seed_id, (*via.relationship_types, step))
+                    seen_edges.add((source, label, target))
+                    via = routes[source]
+                    step = cypher.REL_TYPES_BY_LABEL[label]
+                    route = _Route(
+                        hop, via.seed_rank, via.seed_id, (*via.relationship_types, step), (*via.path, target)
+                    )
+                    paths[target] = paths.get(target, 0) + paths[source]
                     best = found.get(target)
                     if best is None or route.sort_key() < best.sort_key():
                         found[target] = route
             routes.update(found)
             frontier = sorted(found)
             # Later hops rank after this one, so once `limit` hits exist the rest can't make the cut.
-            if not frontier or len(routes) - len(seeds) >= limit:
+            if not frontier or len(routes) - len(seeds) >= limit or stop_at in found:
                 break
-        return routes
+        return routes, paths
+
+    async def neighbors(
+        self,
+        corpus_id: str,
+        entity_id: str,
+        relationship_types: Sequence[str],
+        direction: Direction,
+        limit: int,
+    ) -> list[Neighbour]:
+        check_corpus_id(corpus_id)
+        check_direction(direction)
+        rel_types = check_relationship_types(relationship_types)
+        if not rel_types or limit <= 0 or not clean_strings([entity_id]):
+            return []
+        sides: list[Direction] = ["out", "in"] if direction == "both" else [direction]
+        found: list[tuple[str, str, str]] = []
+        for side in sides:
+            query = cypher.neighbours(rel_types, side, capped=True)
+            for row in await self._read(corpus_id, query, ids=[entity_id], fanout=limit, seen=[]):
+                found.append((side, cypher.REL_TYPES_BY_LABEL[str(row["label"])], str(row["target_id"])))
+        found.sort(key=lambda item: (item[0] != "out", item[1], item[2]))
+        found = found[:limit]
+        entities = {e.entity_id: e for e in await self.get_entities(corpus_id, [t for _, _, t in found])}
+        return [
+            Neighbour(entities[target], rel_type, "out" if side == "out" else "in")
+            for side, rel_type, target in found
+            if target in entities
+        ]
+
+    async def shortest_path(
+        self, corpus_id: str, source_id: str, target_id: str, max_hops: int, relationship_types: Sequence[str]
+    ) -> GraphPath | None:
+        check_corpus_id(corpus_id)
+        check_max_hops(max_hops)
+        rel_types = check_relationship_types(relationship_types)
+        if not await self.get_entities(corpus_id, [source_id]) or not rel_types:
+            return None
+        if source_id == target_id:
+            return GraphPath((source_id,), ())
+        # Hop by hop until the target's hop: its route is then final (ties settled within the hop).
+        routes, _ = await self._breadth_first(
+            corpus_id, [source_id], max_hops, rel_types, limit=2**62, stop_at=target_id
+        )
+        route = routes.get(target_id)
+        return GraphPath(route.path, route.relationship_types) if route is not None else None
 
     async def get_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> list[Entity]:
         check_corpus_id(corpus_id)
@@ -276,6 +402,64 @@ class CypherGraphStore(ABC):
                 entity = _entity_from_row(row)
                 found[entity.entity_id] = entity
         return [found[eid] for eid in ids if eid in found]
+
+    async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:
+        check_corpus_id(corpus_id)
+        found: dict[str, Entity] = {}
+        for batch in _batches(clean_strings(chunk_ids), self._batch_size):
+            for row in await self._read(corpus_id, cypher.ENTITIES_BY_CHUNKS, chunk_ids=list(batch)):
+                entity = _entity_from_row(row)
+                found[entity.entity_id] = entity
+        return [found[eid] for eid in sorted(found)]
+
+    async def find_by_qualified_name(self, corpus_id: str, qualified_name: str) -> list[Entity]:
+        check_corpus_id(corpus_id)
+        if not clean_strings([qualified_name]):
+            return []
+        rows = await self._read(
+            corpus_id,
+            cypher.FIND_BY_QNAME,
+            qname_lower=qualified_name.lower(),
+            qualified_name=qualified_name,
+        )
+        return sorted((_entity_from_row(row) for row in rows), key=lambda e: e.entity_id)
+
+    async def entity_ids(self, corpus_id: str) -> list[str]:
+        check_corpus_id(corpus_id)
+        ids: list[str] = []
+        after = ""
+        while True:
+            rows = await self._read(corpus_id, cypher.ENTITY_IDS, after=after, batch=self._batch_size)
+            ids.extend(str(row["id"]) for row in rows)
+            if len(rows) < self._batch_size:
+                return ids
+            after = ids[-1]
+
+    async def set_communities(self, corpus_id: str, membership: Mapping[str, int]) -> int:
+        check_corpus_id(corpus_id)
+        rows = [
+            {"id": eid, "community": int(c)} for eid, c in sorted(membership.items()) if "\x00" not in eid
+        ]
+        written = 0
+        for batch in _batches(rows, self._batch_size):
+            result = await self._write(corpus_id, cypher.SET_COMMUNITIES, rows=list(batch))
+            written += int(result[0]["written"]) if result else 0
+        return written
+
+    async def community_of(self, corpus_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        check_corpus_id(corpus_id)
+        found: dict[str, int] = {}
+        for batch in _batches(clean_strings(entity_ids), self._batch_size):
+            for row in await self._read(corpus_id, cypher.COMMUNITY_OF, ids=list(batch)):
+                community = row["community"]
+                if community is not None and int(community) != NO_COMMUNITY:
+                    found[str(row["id"])] = int(community)
+        return found
+
+    async def community_count(self, corpus_id: str) -> int:
+        check_corpus_id(corpus_id)
+        rows = await self._read(corpus_id, cypher.COUNT_COMMUNITIES)
+        return int(rows[0]["n"]) if rows else 0
 
     async def all_relations(self, corpus_id: str) -> list[Relation]:
         check_corpus_id(corpus_id)
@@ -299,3 +483,13 @@ class CypherGraphStore(ABC):
             result[f"relationships.{cypher.REL_TYPES_BY_LABEL.get(label, label.lower())}"] = int(row["n"])
             result["relationships"] += int(row["n"])
         return result
+
+
+def _seed_score(entity: Entity, terms: Sequence[str]) -> float:
+    """The best match class of an entity over the (lower-cased) terms; see GraphStore.find_seeds."""
+    name, qname = entity.name.lower(), entity.qualified_name.lower()
+    if name in terms or qname in terms:
+        return cypher.EXACT_SCORE
+    if any(name.startswith(term) for term in terms):
+        return cypher.PREFIX_SCORE
+    return cypher.FUZZY_SCORE

@@ -8,6 +8,8 @@ from typing import Any
 
 from falkordb.asyncio import FalkorDB
 from redis.asyncio import BlockingConnectionPool
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import ResponseError
 
 from tribrid.config import GraphStoreConfig
@@ -56,6 +58,13 @@ class FalkorDBGraphStore(CypherGraphStore):
         async with self._db_lock:
             if self._db is None:
                 self._db = await asyncio.to_thread(FalkorDB, connection_pool=self._pool)
+                # After a server restart every pooled connection is dead: redis-py reconnects on a
+                # retry (its Retry covers ConnectionError). Set only now: FalkorDB() copies the pool's
+                # kwargs into a sync client for its cluster probe, which an asyncio Retry breaks.
+                # Our writes are MERGE / DELETE batches, so re-sending one is harmless.
+                retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=2)
+                self._pool.set_retry(retry)  # the connections already made
+                self._pool.connection_kwargs["retry"] = retry  # and those made later
             return self._db
 
     async def _graph(self, corpus_id: str) -> Any:

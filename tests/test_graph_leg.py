@@ -1,0 +1,600 @@
+"""The graph leg on real FalkorDB + PostgreSQL: seeds, directed traversal, scoring, provenance,
+the extra GraphSearch RPCs and communities."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import grpc
+import pytest
+
+from services.graph.search import detect_direction, seed_terms
+from tests.conftest import Stack
+from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
+from tribrid.graphstore import GraphStore, cypher, open_graph_store
+from tribrid.graphstore.base import graph_key
+from tribrid.graphstore.communities import detect_communities
+from tribrid.graphstore.cypher_store import CypherGraphStore
+from tribrid.models import Entity, Relation
+from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
+
+ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
+GENERATION = 3
+
+# The fixture call graph (a -calls-> b: a calls b):
+#   main -> handle_order -> checkout -> compute_total -> apply_tax
+#           api_checkout -> checkout -> charge_card   -> apply_tax
+#   test_checkout_flow -references-> checkout          shop -contains-> checkout
+FIXTURE_EDGES = [
+    ("main", "handle_order", "calls"),
+    ("handle_order", "checkout", "calls"),
+    ("api_checkout", "checkout", "calls"),
+    ("checkout", "compute_total", "calls"),
+    ("checkout", "charge_card", "calls"),
+    ("compute_total", "apply_tax", "calls"),
+    ("charge_card", "apply_tax", "calls"),
+    ("test_checkout_flow", "checkout", "references"),
+    ("shop", "checkout", "contains"),
+]
+FIXTURE_NAMES = sorted({name for edge in FIXTURE_EDGES for name in edge[:2]} | {"lonely"})
+
+
+def ent(corpus_id: str, name: str, *, type_: str = "function", qualified_name: str | None = None) -> Entity:
+    return Entity(
+        entity_id=name,
+        corpus_id=corpus_id,
+        type=type_,
+        name=name,
+        qualified_name=qualified_name or f"app.{name}",
+        file_path=f"app/{name}.py",
+        start_line=1,
+        end_line=5,
+        chunk_id=f"chunk-{name}",
+    )
+
+
+def fixture_entities(corpus_id: str) -> list[Entity]:
+    return [ent(corpus_id, n, type_="module" if n == "shop" else "function") for n in FIXTURE_NAMES]
+
+
+async def load_fixture_graph(store: GraphStore, key: str, corpus_id: str) -> None:
+    await store.ensure_schema(key)
+    await store.upsert_entities(key, fixture_entities(corpus_id))
+    await store.upsert_relations(key, [Relation(a, b, t) for a, b, t in FIXTURE_EDGES])
+
+
+@pytest.fixture
+async def store(config: TriBridConfig) -> AsyncIterator[GraphStore]:
+    graph_store = open_graph_store(config.graph_store)
+    yield graph_store
+    await graph_store.close()
+
+
+@pytest.fixture
+async def key(store: GraphStore) -> AsyncIterator[str]:
+    corpus_id = f"g_{uuid.uuid4().hex[:10]}"
+    graph = graph_key(corpus_id, GENERATION)
+    await load_fixture_graph(store, graph, corpus_id)
+    yield graph
+    await store.delete_corpus(graph)
+
+
+@pytest.fixture
+async def fixture_corpus(stack: Stack) -> AsyncIterator[str]:
+    """The fixture graph as an indexed corpus: a corpora row, one chunk per entity, the graph."""
+    corpus_id = f"gleg-{uuid.uuid4().hex[:10]}"
+    pool = await stack.resources.pool()
+    dim = stack.cfg.embedding.dim
+    await pool.execute(
+        "INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim, generation)"
+        " VALUES ($1, '/nowhere', 'none', $2, $3)",
+        corpus_id,
+        dim,
+        GENERATION,
+    )
+    for name in FIXTURE_NAMES:
+        await pool.execute(
+            "INSERT INTO chunks (corpus_id, chunk_id, file_path, start_line, end_line, language, kind,"
+            " symbol, content, embedding, tsv, term_count)"
+            " VALUES ($1, $2, $3, 1, 5, 'python', 'function', $4, $5,"
+            " array_fill(0.1, ARRAY[$6::int])::real[]::vector, to_tsvector('simple', $5), 1)",
+            corpus_id,
+            f"chunk-{name}",
+            f"app/{name}.py",
+            f"app.{name}",
+            f"def {name}(): pass",
+            dim,
+        )
+    store = stack.resources.graph()
+    graph = graph_key(corpus_id, GENERATION)
+    await load_fixture_graph(store, graph, corpus_id)
+    yield corpus_id
+    await store.delete_corpus(graph)
+    await pool.execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+
+
+async def graph_search(
+    stack: Stack, corpus_id: str, query: str, **overrides: object
+) -> list[common_pb2.ChunkMatch]:
+    async with stack.channel("graph") as channel:
+        request = common_pb2.SearchRequest(
+            corpus_id=corpus_id,
+            query=query,
+            top_k=20,
+            overrides=common_pb2.SearchOverrides(**overrides),  # type: ignore[arg-type]
+        )
+        reply = await graph_pb2_grpc.GraphSearchStub(channel).Search(request, timeout=30)
+    return list(reply.matches)
+
+
+def names(matches: list[common_pb2.ChunkMatch]) -> list[str]:
+    return [m.symbol.removeprefix("app.") for m in matches]
+
+
+# --- direction detection and terms --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "direction"),
+    [
+        ("who calls checkout", "callers"),
+        ("callers of checkout", "callers"),
+        ("what uses compute_total?", "callers"),
+        ("which functions call checkout", "callers"),
+        ("where is checkout called", "callers"),
+        ("what does checkout call", "callees"),
+        ("checkout depends on", "callees"),
+        ("callees of checkout", "callees"),
+        ("checkout", None),
+        ("how is the total computed", None),
+    ],
+)
+def test_detect_direction(query: str, direction: str | None) -> None:
+    assert detect_direction(query) == direction
+
+
+def test_seed_terms_drop_question_words() -> None:
+    assert seed_terms("who calls shop.cart.checkout") == ["shop.cart.checkout", "checkout"]
+
+
+# --- traversal, ranking, provenance through the graph service ----------------------------------
+
+
+async def test_callers_one_and_two_hops(stack: Stack, fixture_corpus: str) -> None:
+    one = await graph_search(stack, fixture_corpus, "who calls checkout", max_hops=1)
+    # incoming calls and references only (not `shop -contains->`); X itself ranks below its callers
+    assert names(one) == ["api_checkout", "handle_order", "test_checkout_flow", "checkout"]
+    assert [round(m.score, 4) for m in one] == [0.8, 0.8, 0.56, 0.5]
+    two = await graph_search(stack, fixture_corpus, "who calls checkout", max_hops=2)
+    assert names(two) == ["api_checkout", "handle_order", "main", "test_checkout_flow", "checkout"]
+    # the explicit override agrees with the detected direction
+    explicit = await graph_search(stack, fixture_corpus, "checkout", max_hops=2, direction="callers")
+    assert names(explicit) == names(two)
+
+
+async def test_callees_one_and_two_hops(stack: Stack, fixture_corpus: str) -> None:
+    one = await graph_search(stack, fixture_corpus, "what does checkout call", max_hops=1)
+    assert names(one) == ["charge_card", "compute_total", "checkout"]
+    two = await graph_search(stack, fixture_corpus, "what does checkout call", max_hops=2)
+    assert names(two) == ["charge_card", "compute_total", "apply_tax", "checkout"]
+    # apply_tax is reached over two shortest paths: a log bonus on hop decay 0.6
+    tax = two[2]
+    assert tax.explain[0].graph.supporting_paths == 2
+    assert tax.score == pytest.approx(0.6 * (1 + 0.1 * 0.6931471805599453))
+    explicit = await graph_search(stack, fixture_corpus, "checkout", max_hops=2, direction="callees")
+    assert names(explicit) == names(two)
+
+
+async def test_both_directions_and_relationship_weights(stack: Stack, fixture_corpus: str) -> None:
+    both = await graph_search(stack, fixture_corpus, "checkout", max_hops=1)
+    assert names(both) == [
+        "checkout",  # the seed, hop 0
+        "api_checkout",
+        "charge_card",
+        "compute_total",
+        "handle_order",  # calls: 0.8
+        "test_checkout_flow",  # references: 0.8 x 0.7
+        "shop",  # contains: 0.8 x 0.5
+    ]
+    only_calls = await graph_search(
+        stack, fixture_corpus, "checkout", max_hops=1, direction="both", relationship_types=["calls"]
+    )
+    assert names(only_calls) == ["checkout", "api_checkout", "charge_card", "compute_total", "handle_order"]
+
+
+async def test_provenance_is_filled(stack: Stack, fixture_corpus: str) -> None:
+    matches = await graph_search(stack, fixture_corpus, "who calls checkout", max_hops=2)
+    main = matches[names(matches).index("main")]
+    (explain,) = main.explain
+    assert explain.leg == common_pb2.LEG_GRAPH
+    assert explain.graph.seed_entity == "app.checkout"
+    assert list(explain.graph.path) == ["app.checkout", "app.handle_order", "app.main"]
+    assert list(explain.graph.relationship_types) == ["calls", "calls"]
+    assert (explain.graph.hops, explain.graph.supporting_paths, explain.graph.seed_match) == (2, 1, "exact")
+    seed = matches[names(matches).index("checkout")].explain[0].graph
+    assert (seed.hops, list(seed.path), seed.seed_match) == (0, ["app.checkout"], "exact")
+
+
+async def test_entity_types_restrict_seeds(stack: Stack, fixture_corpus: str) -> None:
+    assert names(await graph_search(stack, fixture_corpus, "shop", max_hops=1)) == ["shop", "checkout"]
+    assert await graph_search(stack, fixture_corpus, "shop", max_hops=1, entity_types=["function"]) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["a') RETURN 1 //", "checkout') MATCH (n) DETACH DELETE n //", 'x"}) DETACH DELETE n', "%che* | @x:{y}"],
+)
+async def test_cypher_injection_is_harmless(stack: Stack, fixture_corpus: str, query: str) -> None:
+    await graph_search(stack, fixture_corpus, query)
+    counts = await stack.resources.graph().counts(graph_key(fixture_corpus, GENERATION))
+    assert (counts["entities"], counts["relationships"]) == (len(FIXTURE_NAMES), len(FIXTURE_EDGES))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"direction": "sideways"}, "unknown direction"),
+        ({"max_hops": 6}, "max_hops must be between 1 and 5"),
+        ({"entity_types": ["macro"]}, "allowed: function, class"),
+        ({"relationship_types": ["likes"]}, "allowed: calls, imports"),
+    ],
+)
+async def test_search_bad_overrides(
+    stack: Stack, fixture_corpus: str, overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+        await graph_search(stack, fixture_corpus, "checkout", **overrides)
+    assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in (excinfo.value.details() or "")
+
+
+# --- store level: seeds, fan-out -----------------------------------------------------------------
+
+
+async def test_seed_ranking_exact_prefix_fuzzy(store: GraphStore) -> None:
+    corpus_id = f"s_{uuid.uuid4().hex[:10]}"
+    k = graph_key(corpus_id, 1)
+    await store.ensure_schema(k)
+    await store.upsert_entities(
+        k,
+        [
+            ent(corpus_id, "render"),
+            ent(corpus_id, "render_page"),
+            ent(corpus_id, "Renderer", type_="class"),
+            ent(corpus_id, "tender"),  # one edit from "render"
+            ent(corpus_id, "go", qualified_name="app.render_utils.go"),  # a word of the qualified name
+            ent(corpus_id, "surrender"),  # the middle of a word: no match
+        ],
+    )
+    try:
+        got = [(e.entity_id, s) for e, s in await store.find_seeds(k, ["Render"], ["function", "class"], 10)]
+        assert got == [("render", 1.0), ("Renderer", 0.7), ("render_page", 0.7), ("go", 0.4), ("tender", 0.4)]
+        classes = await store.find_seeds(k, ["render"], ["class"], 10)
+        assert [(e.entity_id, s) for e, s in classes] == [("Renderer", 0.7)]
+        by_qname = await store.find_seeds(k, ["APP.RENDER_UTILS.GO"], ["function"], 10)
+        assert [(e.entity_id, s) for e, s in by_qname] == [("go", 1.0)]
+        for hostile in ["a') RETURN 1 //", "%%", "*", "ren|der", "@name:{x}", "\\"]:
+            await store.find_seeds(k, [hostile], ["function"], 10)  # no error, nothing dropped
+        assert (await store.counts(k))["entities"] == 6
+    finally:
+        await store.delete_corpus(k)
+
+
+async def test_fanout_cap_is_deterministic(store: GraphStore) -> None:
+    corpus_id = f"f_{uuid.uuid4().hex[:10]}"
+    k = graph_key(corpus_id, 1)
+    await store.ensure_schema(k)
+    leaves = [f"leaf{i:02d}" for i in range(60)]
+    await store.upsert_entities(k, [ent(corpus_id, n) for n in ["hub", "next", *leaves]])
+    await store.upsert_relations(
+        k,
+        [Relation("hub", leaf, "calls") for leaf in reversed(leaves)] + [Relation("leaf00", "next", "calls")],
+    )
+    try:
+        capped = await store.traverse(k, ["hub"], 2, ALL_REL_TYPES, direction="out", max_fanout=5)
+        assert [(h.entity.entity_id, h.hops) for h in capped] == [
+            *((leaf, 1) for leaf in leaves[:5]),
+            ("next", 2),
+        ]
+        uncapped = await store.traverse(k, ["hub"], 1, ALL_REL_TYPES, direction="out")
+        assert len(uncapped) == 60
+        # incoming only: nothing calls the hub
+        assert await store.traverse(k, ["hub"], 2, ALL_REL_TYPES, direction="in", max_fanout=5) == []
+    finally:
+        await store.delete_corpus(k)
+
+
+async def test_neighbors_and_shortest_path_store(store: GraphStore, key: str) -> None:
+    found = await store.neighbors(key, "checkout", ALL_REL_TYPES, "both", 10)
+    assert [(n.entity.entity_id, n.relationship_type, n.direction) for n in found] == [
+        ("charge_card", "calls", "out"),
+        ("compute_total", "calls", "out"),
+        ("api_checkout", "calls", "in"),
+        ("handle_order", "calls", "in"),
+        ("shop", "contains", "in"),
+        ("test_checkout_flow", "references", "in"),
+    ]
+    path = await store.shortest_path(key, "main", "apply_tax", 4, ALL_REL_TYPES)
+    assert path is not None
+    assert path.entity_ids == ("main", "handle_order", "checkout", "charge_card", "apply_tax")
+    assert await store.shortest_path(key, "main", "apply_tax", 3, ALL_REL_TYPES) is None
+    assert await store.shortest_path(key, "main", "lonely", 4, ALL_REL_TYPES) is None
+
+
+# --- the extra RPCs ---------------------------------------------------------------------------------
+
+
+async def call(stack: Stack, method: str, request: object) -> object:
+    async with stack.channel("graph") as channel:
+        stub = graph_pb2_grpc.GraphSearchStub(channel)
+        return await getattr(stub, method)(request, timeout=30)
+
+
+async def expect_error(
+    stack: Stack, method: str, request: object, code: grpc.StatusCode, message: str
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+        await call(stack, method, request)
+    assert excinfo.value.code() == code, excinfo.value.details()
+    assert message in (excinfo.value.details() or "")
+
+
+async def test_expand_context(stack: Stack, fixture_corpus: str) -> None:
+    reply = await call(
+        stack,
+        "ExpandContext",
+        graph_pb2.ExpandContextRequest(corpus_id=fixture_corpus, chunk_ids=["chunk-checkout"], max_hops=1),
+    )
+    assert isinstance(reply, common_pb2.SearchResponse)
+    assert names(list(reply.matches)) == [
+        "api_checkout",
+        "charge_card",
+        "compute_total",
+        "handle_order",
+        "test_checkout_flow",
+        "shop",
+    ]
+    two = await call(
+        stack,
+        "ExpandContext",
+        graph_pb2.ExpandContextRequest(
+            corpus_id=fixture_corpus, chunk_ids=["chunk-checkout", "chunk-main"], max_hops=2, top_k=3
+        ),
+    )
+    assert isinstance(two, common_pb2.SearchResponse)
+    got = names(list(two.matches))
+    assert len(got) == 3 and "main" not in got and "checkout" not in got
+    assert two.matches[0].explain[0].graph.hops == 1
+
+
+async def test_expand_context_bad_requests(stack: Stack, fixture_corpus: str) -> None:
+    bad = graph_pb2.ExpandContextRequest
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    await expect_error(
+        stack,
+        "ExpandContext",
+        bad(corpus_id=fixture_corpus, chunk_ids=["x"], max_hops=6),
+        invalid,
+        "max_hops",
+    )
+    await expect_error(
+        stack,
+        "ExpandContext",
+        bad(corpus_id=fixture_corpus, chunk_ids=["x"], relationship_types=["likes"]),
+        invalid,
+        "allowed: calls, imports",
+    )
+    await expect_error(stack, "ExpandContext", bad(corpus_id=fixture_corpus), invalid, "chunk_ids is empty")
+    await expect_error(
+        stack, "ExpandContext", bad(corpus_id="nope", chunk_ids=["x"]), invalid, "unknown corpus"
+    )
+
+
+async def test_neighbors_rpc(stack: Stack, fixture_corpus: str) -> None:
+    ref = graph_pb2.EntityRef(qualified_name="app.checkout")
+    reply = await call(
+        stack,
+        "Neighbors",
+        graph_pb2.NeighborsRequest(
+            corpus_id=fixture_corpus, entity=ref, relationship_type="calls", direction="in"
+        ),
+    )
+    assert isinstance(reply, graph_pb2.EntitiesResponse)
+    assert [(e.entity_id, e.relationship_type, e.direction, e.community) for e in reply.entities] == [
+        ("api_checkout", "calls", "in", -1),
+        ("handle_order", "calls", "in", -1),
+    ]
+    by_id = await call(
+        stack,
+        "Neighbors",
+        graph_pb2.NeighborsRequest(
+            corpus_id=fixture_corpus, entity=graph_pb2.EntityRef(entity_id="checkout")
+        ),
+    )
+    assert isinstance(by_id, graph_pb2.EntitiesResponse)
+    assert len(by_id.entities) == 6
+    req = graph_pb2.NeighborsRequest
+    missing = graph_pb2.EntityRef(qualified_name="app.nothing")
+    await expect_error(
+        stack,
+        "Neighbors",
+        req(corpus_id=fixture_corpus, entity=missing),
+        grpc.StatusCode.NOT_FOUND,
+        "not found",
+    )
+    for bad, message in [
+        (req(corpus_id=fixture_corpus, entity=ref, direction="up"), "unknown direction"),
+        (req(corpus_id=fixture_corpus, entity=ref, relationship_type="likes"), "allowed: calls"),
+        (req(corpus_id=fixture_corpus), "set entity_id or qualified_name"),
+    ]:
+        await expect_error(stack, "Neighbors", bad, grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+async def test_path_between_rpc(stack: Stack, fixture_corpus: str) -> None:
+    req = graph_pb2.PathBetweenRequest
+    main, tax = graph_pb2.EntityRef(entity_id="main"), graph_pb2.EntityRef(qualified_name="app.apply_tax")
+    reply = await call(stack, "PathBetween", req(corpus_id=fixture_corpus, source=main, target=tax))
+    assert isinstance(reply, graph_pb2.PathResponse)
+    assert reply.found
+    assert [e.entity_id for e in reply.entities] == [
+        "main",
+        "handle_order",
+        "checkout",
+        "charge_card",
+        "apply_tax",
+    ]
+    assert list(reply.relationship_types) == ["calls"] * 4
+    short = await call(
+        stack, "PathBetween", req(corpus_id=fixture_corpus, source=main, target=tax, max_hops=3)
+    )
+    assert isinstance(short, graph_pb2.PathResponse)
+    assert not short.found and not short.entities
+    await expect_error(
+        stack,
+        "PathBetween",
+        req(corpus_id=fixture_corpus, source=main, target=tax, max_hops=5),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "max_hops must be between 1 and 4",
+    )
+    await expect_error(
+        stack,
+        "PathBetween",
+        req(corpus_id=fixture_corpus, source=main, target=graph_pb2.EntityRef(entity_id="ghost")),
+        grpc.StatusCode.NOT_FOUND,
+        "target 'ghost' not found",
+    )
+
+
+async def test_entity_chunks_rpc(stack: Stack, fixture_corpus: str) -> None:
+    req = graph_pb2.EntityChunksRequest
+    reply = await call(
+        stack, "EntityChunks", req(corpus_id=fixture_corpus, entity=graph_pb2.EntityRef(entity_id="checkout"))
+    )
+    assert isinstance(reply, common_pb2.SearchResponse)
+    assert [m.chunk_id for m in reply.matches] == ["chunk-checkout"]
+    await expect_error(
+        stack,
+        "EntityChunks",
+        req(corpus_id=fixture_corpus, entity=graph_pb2.EntityRef(entity_id="ghost")),
+        grpc.StatusCode.NOT_FOUND,
+        "not found",
+    )
+    await expect_error(
+        stack,
+        "EntityChunks",
+        req(corpus_id="no-such-corpus", entity=graph_pb2.EntityRef(entity_id="x")),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "unknown corpus",
+    )
+
+
+async def test_stats_with_communities(stack: Stack, fixture_corpus: str) -> None:
+    request = graph_pb2.GraphStatsRequest(corpus_id=fixture_corpus)
+    before = await call(stack, "Stats", request)
+    assert isinstance(before, graph_pb2.GraphStatsResponse)
+    assert (before.entities, before.relationships, before.communities) == (
+        len(FIXTURE_NAMES),
+        len(FIXTURE_EDGES),
+        0,
+    )
+    assert before.relationships_by_type["calls"] == 7
+    result = await detect_communities(
+        stack.resources.graph(), graph_key(fixture_corpus, GENERATION), "louvain", seed=42
+    )
+    after = await call(stack, "Stats", request)
+    assert isinstance(after, graph_pb2.GraphStatsResponse)
+    assert after.communities == result.communities > 0
+    await expect_error(
+        stack,
+        "Stats",
+        graph_pb2.GraphStatsRequest(corpus_id="nope"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "unknown",
+    )
+
+
+# --- communities ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algorithm", ["louvain", "label_propagation"])
+async def test_communities_separate_planted_clusters(store: GraphStore, algorithm: str) -> None:
+    corpus_id = f"c_{uuid.uuid4().hex[:10]}"
+    k = graph_key(corpus_id, 1)
+    left = [f"l{i}" for i in range(6)]
+    right = [f"r{i}" for i in range(6)]
+    await store.ensure_schema(k)
+    await store.upsert_entities(k, [ent(corpus_id, n) for n in [*left, *right, "alone"]])
+    edges = [Relation(a, b, "calls") for group in (left, right) for a, b in itertools.combinations(group, 2)]
+    await store.upsert_relations(k, [*edges, Relation("l0", "r0", "references")])
+    try:
+        first = await detect_communities(store, k, algorithm, seed=7)  # type: ignore[arg-type]
+        second = await detect_communities(store, k, algorithm, seed=7)  # type: ignore[arg-type]
+        assert first == second  # deterministic for a fixed seed
+        assert (first.communities, first.entities, first.isolated) == (2, 13, 1)
+        assert first.modularity > 0.4
+        assert first.membership == {**dict.fromkeys(left, 0), **dict.fromkeys(right, 1), "alone": -1}
+        stored = await store.community_of(k, [*left, *right, "alone"])
+        assert stored == {**dict.fromkeys(left, 0), **dict.fromkeys(right, 1)}
+        assert await store.community_count(k) == 2
+        assert await store.entity_ids(k) == sorted([*left, *right, "alone"])
+    finally:
+        await store.delete_corpus(k)
+
+
+# --- seed-lookup latency (run with TRIBRID_GRAPH_BENCH=1) -----------------------------------------
+
+
+@pytest.mark.skipif(not os.environ.get("TRIBRID_GRAPH_BENCH"), reason="benchmark: set TRIBRID_GRAPH_BENCH=1")
+async def test_seed_lookup_latency_50k(store: GraphStore) -> None:
+    assert isinstance(store, CypherGraphStore)
+    corpus_id = f"b_{uuid.uuid4().hex[:10]}"
+    k = graph_key(corpus_id, 1)
+    await store.ensure_schema(k)
+    words = ["parse", "load", "save", "render", "compute", "fetch", "build", "check", "update", "send"]
+    nouns = ["config", "user", "order", "page", "token", "cache", "file", "item", "price", "event"]
+    entities = [
+        ent(
+            corpus_id,
+            f"{words[i % 10]}_{nouns[(i // 10) % 10]}_{i}",
+            qualified_name=f"pkg{i % 97}.mod{i % 13}.x{i}",
+        )
+        for i in range(50_000)
+    ]
+    await store.upsert_entities(k, entities)
+    terms = ["render_page_123", "compute_price", "fetch_user_7", "nothing_here"]
+    types = ["function", "class"]
+    try:
+        # The synthetic names are one fulltext word each; the old scan checks every entity.
+        async def old_scan() -> object:
+            return await store._read(
+                k,
+                cypher.FIND_SEEDS_SCAN,
+                terms=[t.lower() for t in terms],
+                entity_types=types,
+                limit=20,
+                exact_score=1.0,
+                prefix_score=0.7,
+                substring_score=0.4,
+            )
+
+        async def new_lookup() -> object:
+            return await store.find_seeds(k, terms, types, 20)
+
+        runs: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("old scan", old_scan),
+            ("new index", new_lookup),
+        ]
+        for label, run in runs:
+            timings = []
+            for _ in range(20):
+                started = time.perf_counter()
+                await run()
+                timings.append((time.perf_counter() - started) * 1000)
+            print(f"{label}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms")
+    finally:
+        await store.delete_corpus(k)
