@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -106,20 +107,139 @@ class OpenAICompatibleEmbedder:
         return _normalize(vectors)
 
 
-class QueryEmbeddingCache:
-    """A bounded LRU of query embeddings in front of an Embedder (queries repeat a lot)."""
+class EmbeddingOverloaded(Exception):
+    """The query-embedding queue is full: the caller should back off (gRPC RESOURCE_EXHAUSTED)."""
 
-    def __init__(self, embedder: Embedder, size: int) -> None:
+
+class QueryBatcher:
+    """An async micro-batcher: queries arriving within `max_wait_ms` share one model call.
+
+    Callers wait in a bounded queue; one worker per event loop takes the first waiting query,
+    collects more for up to `max_wait_ms` (or until `max_batch`), embeds them in one call and
+    answers every caller. A full queue raises EmbeddingOverloaded at once instead of queueing.
+    """
+
+    def __init__(
+        self, embedder: Embedder, max_batch: int = 32, max_wait_ms: float = 2.0, max_queue: int = 256
+    ):
+        self._embedder = embedder
+        self._max_batch = max_batch
+        self._max_wait = max_wait_ms / 1000
+        self._max_queue = max_queue
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[tuple[str, asyncio.Future[Vectors]]] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self.calls = 0  # model calls made (for tests and metrics)
+
+    def _ensure_worker(self) -> asyncio.Queue[tuple[str, asyncio.Future[Vectors]]]:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop or self._worker is None or self._worker.done():
+            self._loop = loop
+            self._queue = asyncio.Queue(self._max_queue)
+            self._worker = loop.create_task(self._run(self._queue), name="query-embedding-batcher")
+        return self._queue
+
+    async def embed(self, text: str) -> Vectors:
+        queue = self._ensure_worker()
+        future: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
+        try:
+            queue.put_nowait((text, future))
+        except asyncio.QueueFull:
+            raise EmbeddingOverloaded(
+                f"query embedding queue is full ({self._max_queue} waiting): retry later"
+            ) from None
+        return await future
+
+    async def _run(self, queue: asyncio.Queue[tuple[str, asyncio.Future[Vectors]]]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await queue.get()]
+            deadline = loop.time() + self._max_wait
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(queue.get_nowait())
+                    continue
+                except asyncio.QueueEmpty:
+                    pass
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(queue.get(), remaining))
+                except TimeoutError:
+                    break
+            live = [(text, fut) for text, fut in batch if not fut.done()]  # callers may have gone
+            if not live:
+                continue
+            texts = list(dict.fromkeys(text for text, _ in live))
+            try:
+                self.calls += 1
+                vectors = await self._embedder.embed(texts)
+            except Exception as exc:  # every waiting caller gets the model's error
+                for _, fut in live:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                continue
+            rows = dict(zip(texts, vectors, strict=True))
+            for text, fut in live:
+                if not fut.done():
+                    fut.set_result(rows[text])
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+
+
+class QueryEmbeddingCache:
+    """A bounded LRU of query embeddings in front of an Embedder (queries repeat a lot).
+
+    Misses go through a QueryBatcher when one is given; concurrent misses of one query share a
+    single embedding.
+    """
+
+    def __init__(self, embedder: Embedder, size: int, batcher: QueryBatcher | None = None) -> None:
         self._embedder = embedder
         self._size = size
+        self._batcher = batcher
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[Vectors]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    async def _compute(self, query: str) -> Vectors:
+        if self._batcher is not None:
+            return await self._batcher.embed(query)
+        vector: Vectors = (await self._embedder.embed([query]))[0]
+        return vector
 
     async def embed_query(self, query: str) -> Vectors:
         hit = self._cache.get(query)
         if hit is not None:
             self._cache.move_to_end(query)
+            self.hits += 1
             return hit
-        vector: Vectors = (await self._embedder.embed([query]))[0]
+        pending = self._inflight.get(query)
+        if pending is not None:
+            self.hits += 1
+            return await asyncio.shield(pending)
+        self.misses += 1
+        future: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
+        self._inflight[query] = future
+        try:
+            vector = await self._compute(query)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody else waits
+            raise
+        finally:
+            self._inflight.pop(query, None)
+        future.set_result(vector)
         if self._size:
             self._cache[query] = vector
             if len(self._cache) > self._size:

@@ -2,49 +2,197 @@
 
 score(d, q) = sum over query terms t of
     idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
-with idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5)) (the Lucene form, never negative).
+with idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5)) (the Lucene form, never negative), where
+N, avgdl (`corpora.chunk_count`, `corpora.avg_chunk_terms`, kept by the indexer) and df (counted
+from the postings of the query's terms) are per corpus. Filters restrict results, not statistics.
+
+Each mode is one SQL statement:
+- plain: candidates come from the postings of the query terms; a chunk must hold every required
+  term. If none does, the rarest required terms are dropped (up to `relax_max_terms`): each
+  chunk's relaxation level is the rarity rank of the rarest term it lacks, and the statement
+  keeps the chunks of the lowest level. Past that, optionally, any chunk with any term.
+- phrase / boolean: the GIN index on `chunks.tsv` finds the chunks matching a tsquery (phrases
+  checked on positions), and BM25 over the positive terms ranks them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import asyncpg
 
 from tribrid.search_common import ScoredChunk, SearchParams, chunk_filter
 from tribrid.stores.postgres import CHUNK_COLUMNS, chunk_row
+from tribrid.text import QueryTerms, TsQuery
+
+# Relaxation levels are bit masks over the required terms' rarity ranks, in a bigint.
+MAX_REQUIRED_TERMS = 63
+
+_COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
+
+_STATS = """
+    corpus AS (
+        SELECT chunk_count::float8 AS n, greatest(avg_chunk_terms, 1.0) AS avgdl
+        FROM corpora WHERE corpus_id = $1
+    ), q AS (
+        SELECT t.term, t.req, t.ord FROM unnest($2::text[], $3::bool[]) WITH ORDINALITY AS t(term, req, ord)
+    ), df AS (
+        SELECT q.term, q.req, q.ord,
+               (SELECT count(*) FROM postings p WHERE p.corpus_id = $1 AND p.term = q.term) AS df
+        FROM q
+    ), idf AS (
+        SELECT df.term, df.req, ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5)) AS idf,
+               CASE WHEN df.req THEN row_number() OVER (PARTITION BY df.req ORDER BY df.df, df.ord) END
+                   AS rarity
+        FROM df, corpus
+    )"""
+
+_BM25 = (
+    "sum(idf.idf * p.tf * ($4::float8 + 1)"
+    " / (p.tf + $4::float8 * (1 - $5::float8 + $5::float8 * p.doc_terms / corpus.avgdl)))"
+)
 
 
-def build_query(params: SearchParams) -> tuple[str, list[object]]:
-    flt = chunk_filter(params, first_arg=6)
+def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
+    """Arguments: $1 corpus, $2 terms, $3 required flags, $4 k1, $5 b, $6 top_k, $7 relax_max_terms,
+    $8 any-term fallback, then the filter's."""
+    flt = chunk_filter(params, first_arg=9)
+    if flt.clauses:
+        join = f"JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = s.chunk_id WHERE true{flt.sql()}"
+    else:
+        join = ""
     sql = f"""
-        WITH corpus AS (
-            SELECT chunk_count::float8 AS n, greatest(avg_chunk_terms, 1.0) AS avgdl
-            FROM corpora WHERE corpus_id = $1
-        ), idf AS (
-            SELECT p.term, ln(1 + (corpus.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-            FROM postings p, corpus
-            WHERE p.corpus_id = $1 AND p.term = ANY($2::text[])
-            GROUP BY p.term, corpus.n
-        ), scored AS (
-            SELECT p.chunk_id,
-                   sum(idf.idf * p.tf * ($3 + 1) / (p.tf + $3 * (1 - $4 + $4 * p.doc_terms / corpus.avgdl)))
-                       AS score
+        WITH {_STATS}, scored AS (
+            SELECT p.chunk_id, {_BM25} AS score,
+                   coalesce(bit_or(1::bigint << (idf.rarity - 1)::int) FILTER (WHERE idf.req), 0::bigint)
+                       AS mask,
+                   array_agg(p.term ORDER BY p.term) AS matched
             FROM postings p JOIN idf ON idf.term = p.term CROSS JOIN corpus
             WHERE p.corpus_id = $1 AND p.term = ANY($2::text[])
             GROUP BY p.chunk_id
+        ), full_mask AS (
+            SELECT (1::bigint << count(*)::int) - 1 AS m FROM q WHERE q.req
+        ), leveled AS (
+            SELECT s.chunk_id, s.score, s.matched,
+                   length(ltrim(((SELECT m FROM full_mask) # s.mask)::bit(64)::text, '0')) AS level
+            FROM scored s {join}
+        ), pick AS (
+            SELECT min(level) AS lvl FROM leveled
+        ), top AS (
+            SELECT l.* FROM leveled l, pick
+            WHERE CASE WHEN pick.lvl <= $7 THEN l.level = pick.lvl ELSE $8 END
+            ORDER BY l.score DESC, l.chunk_id
+            LIMIT $6
         )
-        SELECT {", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))}, s.score
-        FROM scored s JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = s.chunk_id
-        WHERE true{flt.sql()}
-        ORDER BY s.score DESC, c.chunk_id
-        LIMIT $5"""
+        SELECT {_COLS}, top.score, top.matched, top.level,
+               (SELECT array_agg(term ORDER BY rarity) FROM idf WHERE req) AS by_rarity
+        FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
+        ORDER BY top.score DESC, top.chunk_id"""
     return sql, flt.args
 
 
-async def bm25_search(
-    pool: asyncpg.Pool, params: SearchParams, terms: list[str], k1: float, b: float
-) -> list[ScoredChunk]:
-    if not terms:
-        return []
-    sql, filter_args = build_query(params)
-    rows = await pool.fetch(sql, params.corpus_id, terms, k1, b, params.top_k, *filter_args)
-    return [ScoredChunk(chunk_row(r), float(r["score"])) for r in rows]
+def build_tsquery_query(params: SearchParams) -> tuple[str, list[object]]:
+    """Arguments: $1 corpus, $2 terms, $3 required flags (unused but typed), $4 k1, $5 b, $6 top_k,
+    $7 tsquery text, then the filter's."""
+    flt = chunk_filter(params, first_arg=8)
+    sql = f"""
+        WITH {_STATS}, cand AS (
+            SELECT c.chunk_id FROM chunks c
+            WHERE c.corpus_id = $1 AND c.tsv @@ $7::tsquery{flt.sql()}
+        ), top AS (
+            SELECT p.chunk_id, {_BM25} AS score, array_agg(p.term ORDER BY p.term) AS matched
+            FROM cand
+            JOIN postings p ON p.corpus_id = $1 AND p.chunk_id = cand.chunk_id AND p.term = ANY($2::text[])
+            JOIN idf ON idf.term = p.term CROSS JOIN corpus
+            GROUP BY p.chunk_id
+            ORDER BY score DESC, p.chunk_id
+            LIMIT $6
+        )
+        SELECT {_COLS}, top.score, top.matched
+        FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
+        ORDER BY top.score DESC, top.chunk_id"""
+    return sql, flt.args
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Result:
+    chunks: list[ScoredChunk]
+    dropped: tuple[str, ...] = ()  # required terms relaxed away, rarest first
+    any_term: bool = False  # no chunk held enough terms: any-term matches were returned
+
+
+def _detail(k1: float, b: float, mode: str, matched: list[str], note: str) -> str:
+    return f"bm25 k1={k1:g} b={b:g} mode={mode} matched={','.join(matched)}{note}"
+
+
+async def bm25_plain(
+    pool: asyncpg.Pool,
+    params: SearchParams,
+    terms: QueryTerms,
+    k1: float,
+    b: float,
+    relax_max_terms: int,
+    any_term_fallback: bool,
+) -> Bm25Result:
+    required = list(terms.required[:MAX_REQUIRED_TERMS])
+    optional = list(terms.required[MAX_REQUIRED_TERMS:]) + list(terms.bonus)
+    if not required and not optional:
+        return Bm25Result([])
+    sql, filter_args = build_plain_query(params)
+    rows = await pool.fetch(
+        sql,
+        params.corpus_id,
+        required + optional,
+        [True] * len(required) + [False] * len(optional),
+        k1,
+        b,
+        params.top_k,
+        relax_max_terms,
+        any_term_fallback,
+        *filter_args,
+    )
+    if not rows:
+        return Bm25Result([])
+    level = min(int(r["level"]) for r in rows)
+    by_rarity: list[str] = list(rows[0]["by_rarity"] or [])
+    any_term = level > relax_max_terms
+    dropped = tuple(by_rarity[:level]) if not any_term else ()
+    if any_term:
+        note = f"; any-term fallback: no chunk holds all but the {relax_max_terms} rarest terms"
+    elif dropped:
+        note = "; relaxed: dropped " + ", ".join(repr(t) for t in dropped) + " (no chunk held every term)"
+    else:
+        note = ""
+    return Bm25Result(
+        [
+            ScoredChunk(chunk_row(r), float(r["score"]), _detail(k1, b, "plain", list(r["matched"]), note))
+            for r in rows
+        ],
+        dropped,
+        any_term,
+    )
+
+
+async def bm25_tsquery(
+    pool: asyncpg.Pool, params: SearchParams, query: TsQuery, mode: str, k1: float, b: float
+) -> Bm25Result:
+    sql, filter_args = build_tsquery_query(params)
+    terms = list(query.terms)
+    rows = await pool.fetch(
+        sql,
+        params.corpus_id,
+        terms,
+        [False] * len(terms),
+        k1,
+        b,
+        params.top_k,
+        query.tsquery,
+        *filter_args,
+    )
+    note = f"; tsquery={query.tsquery}"
+    return Bm25Result(
+        [
+            ScoredChunk(chunk_row(r), float(r["score"]), _detail(k1, b, mode, list(r["matched"]), note))
+            for r in rows
+        ]
+    )

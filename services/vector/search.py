@@ -1,34 +1,120 @@
-"""Dense search: nearest chunk embeddings by pgvector HNSW, filters applied inside the SQL."""
+"""Dense search: nearest chunk embeddings by pgvector HNSW, filters applied inside the SQL.
+
+Round trip 1 sets the scan settings for this connection (`hnsw.ef_search`, iterative scan in
+strict order, `hnsw.max_scan_tuples`, no sorts where an index can order; asyncpg's pool runs
+RESET ALL when the connection goes back) and counts, up to `exact_scan_max_rows` + 1, the
+chunks that corpus and filters allow.
+Round trip 2 is either the HNSW query (many rows allowed: the iterative scan keeps going until
+top_k rows pass the filters) or, for a selective filter, an exact scan over the allowed rows
+(a MATERIALIZED CTE, which the planner cannot serve from the index). Should HNSW still return
+fewer than top_k rows while more are allowed, the exact scan runs as well.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Literal
+
 import asyncpg
+import grpc
 import numpy as np
 
 from tribrid.config import VectorConfig
-from tribrid.search_common import ScoredChunk, SearchParams, chunk_filter
-from tribrid.stores.postgres import CHUNK_COLUMNS, chunk_row
+from tribrid.search_common import RequestError, ScoredChunk, SearchParams, chunk_filter, invalid
+from tribrid.stores.postgres import CHUNK_COLUMNS, OPCLASS, chunk_row
 
-# distance operator, and how to turn a distance into a similarity (higher = better)
-_METRIC_SQL = {
+Metric = Literal["cosine", "l2", "inner_product"]
+
+# distance operator, and a similarity (higher = better) from the distance `{d}`. For the unit
+# vectors every Embedder returns, all three similarities equal the cosine similarity.
+METRIC_SQL: dict[str, tuple[str, str]] = {
     "cosine": ("<=>", "1 - ({d})"),
-    "l2": ("<->", "-({d})"),
+    "l2": ("<->", "1 - ({d}) * ({d}) / 2"),
     "inner_product": ("<#>", "-({d})"),  # pgvector's <#> is the negated inner product
 }
+METRIC_OF_OPCLASS = {opclass: metric for metric, opclass in OPCLASS.items()}
+
+_COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
 
 
-def build_query(cfg: VectorConfig, params: SearchParams) -> tuple[str, list[object]]:
-    op, to_similarity = _METRIC_SQL[cfg.metric]
+def build_probe(params: SearchParams) -> tuple[str, list[object]]:
+    """$1 ef_search, $2 max_scan_tuples, $3 corpus, $4 count limit: settings + corpus model + allowed rows."""
+    flt = chunk_filter(params, first_arg=5)
+    sql = f"""
+        SELECT set_config('hnsw.ef_search', $1, false) AS ef,
+               set_config('hnsw.iterative_scan', 'strict_order', false) AS iterative,
+               set_config('hnsw.max_scan_tuples', $2, false) AS max_tuples,
+               -- only the HNSW index yields rows in distance order: with planner statistics
+               -- stale after an index run, a bitmap scan + sort could otherwise look cheaper
+               set_config('enable_sort', 'off', false) AS no_sort,
+               (SELECT embedding_model FROM corpora WHERE corpus_id = $3) AS model,
+               (SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.corpus_id = $3{flt.sql()} LIMIT $4) s)
+                   AS allowed"""
+    return sql, flt.args
+
+
+def build_hnsw_query(metric: str, params: SearchParams) -> tuple[str, list[object]]:
+    """$1 corpus, $2 query vector, $3 top_k, then the filter's: served by the HNSW index."""
+    op, to_similarity = METRIC_SQL[metric]
     flt = chunk_filter(params, first_arg=4)
     distance = f"c.embedding {op} $2"
     sql = f"""
-        SELECT {", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))},
-               {to_similarity.format(d=distance)} AS score
+        SELECT {_COLS}, {to_similarity.format(d=distance)} AS score
         FROM chunks c
         WHERE c.corpus_id = $1{flt.sql()}
         ORDER BY {distance}
         LIMIT $3"""
     return sql, flt.args
+
+
+def build_exact_query(metric: str, params: SearchParams) -> tuple[str, list[object]]:
+    """Same arguments and answer as build_hnsw_query, by an exact scan of the allowed rows."""
+    op, to_similarity = METRIC_SQL[metric]
+    flt = chunk_filter(params, first_arg=4)
+    sql = f"""
+        WITH allowed AS MATERIALIZED (
+            SELECT c.chunk_id, c.embedding FROM chunks c WHERE c.corpus_id = $1{flt.sql()}
+        ), top AS (
+            SELECT a.chunk_id, a.embedding {op} $2 AS distance FROM allowed a
+            ORDER BY a.embedding {op} $2, a.chunk_id
+            LIMIT $3
+        )
+        SELECT {_COLS}, {to_similarity.format(d="top.distance")} AS score
+        FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
+        ORDER BY top.distance, top.chunk_id"""
+    return sql, flt.args
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    metric: str | None  # None: no HNSW index on chunks.embedding
+    m: int | None
+    ef_construction: int | None
+
+
+async def read_index(pool: asyncpg.Pool) -> IndexInfo:
+    """The metric (from the operator class) and build parameters of the chunks_embedding index."""
+    indexdef: str | None = await pool.fetchval(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexname = 'chunks_embedding'"
+    )
+    if indexdef is None:
+        return IndexInfo(None, None, None)
+    opclass = re.search(r"\(embedding (\w+)\)", indexdef)
+    m = re.search(r"\bm='?(\d+)", indexdef)
+    efc = re.search(r"ef_construction='?(\d+)", indexdef)
+    return IndexInfo(
+        METRIC_OF_OPCLASS.get(opclass.group(1)) if opclass else None,
+        int(m.group(1)) if m else None,
+        int(efc.group(1)) if efc else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VectorResult:
+    chunks: list[ScoredChunk]
+    plan: Literal["hnsw", "exact", "hnsw+exact"]
+    allowed: int  # rows corpus and filters allow, counted up to exact_scan_max_rows + 1
 
 
 async def vector_search(
@@ -38,18 +124,56 @@ async def vector_search(
     query_vector: np.ndarray,
     ef_search: int,
     similarity_threshold: float,
-) -> list[ScoredChunk]:
-    sql, filter_args = build_query(cfg, params)
-    async with pool.acquire() as conn, conn.transaction():
+    embedding_model: str | None = None,
+) -> VectorResult:
+    """Top-k chunks by similarity, at least `similarity_threshold`, best first.
+
+    Raises INVALID_ARGUMENT for an unknown corpus, FAILED_PRECONDITION when the corpus was
+    embedded by another model than `embedding_model` (if given).
+    """
+    metric = cfg.metric
+    probe_sql, probe_args = build_probe(params)
+    args: list[object] = [params.corpus_id, query_vector, params.top_k]
+    async with pool.acquire() as conn:
         # ef_search must cover top_k, or HNSW returns fewer rows than asked for.
-        await conn.execute(
-            "SELECT set_config('hnsw.ef_search', $1, true),"
-            " set_config('hnsw.iterative_scan', 'strict_order', true)",
+        probe = await conn.fetchrow(
+            probe_sql,
             str(max(ef_search, params.top_k)),
+            str(cfg.max_scan_tuples),
+            params.corpus_id,
+            cfg.exact_scan_max_rows + 1,
+            *probe_args,
         )
-        rows = await conn.fetch(sql, params.corpus_id, query_vector, params.top_k, *filter_args)
-    return [
-        ScoredChunk(chunk_row(r), float(r["score"]))
-        for r in rows
-        if float(r["score"]) >= similarity_threshold
-    ]
+        assert probe is not None
+        if probe["model"] is None:
+            raise invalid(f"unknown corpus {params.corpus_id!r}: index it first")
+        if embedding_model is not None and probe["model"] != embedding_model:
+            raise RequestError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"corpus {params.corpus_id!r} was embedded with {probe['model']!r} but this vector "
+                f"service embeds queries with {embedding_model!r}: re-index it or configure that model",
+            )
+        allowed = int(probe["allowed"])
+        plan: Literal["hnsw", "exact", "hnsw+exact"]
+        if allowed <= cfg.exact_scan_max_rows:
+            sql, filter_args = build_exact_query(metric, params)
+            rows = await conn.fetch(sql, *args, *filter_args)
+            plan = "exact"
+        else:
+            sql, filter_args = build_hnsw_query(metric, params)
+            rows = await conn.fetch(sql, *args, *filter_args)
+            plan = "hnsw"
+            if len(rows) < params.top_k:  # the scan hit max_scan_tuples before top_k rows passed
+                sql, filter_args = build_exact_query(metric, params)
+                rows = await conn.fetch(sql, *args, *filter_args)
+                plan = "hnsw+exact"
+    detail = f"{metric} similarity; plan={plan} ef_search={max(ef_search, params.top_k)}"
+    return VectorResult(
+        [
+            ScoredChunk(chunk_row(r), float(r["score"]), detail)
+            for r in rows
+            if float(r["score"]) >= similarity_threshold
+        ],
+        plan,
+        allowed,
+    )

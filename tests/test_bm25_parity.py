@@ -1,0 +1,118 @@
+"""BM25 parity: our PostgreSQL scores against bm25s (method="lucene") on the same tokens.
+
+bm25s's Lucene variant uses idf = ln(1 + (N - df + 0.5) / (df + 0.5)) like ours and the term
+weight tf / (tf + k1 * (1 - b + b * |d| / avgdl)); ours keeps the classic (k1 + 1) factor, a
+constant that changes no ranking, so the reference scores are multiplied by (k1 + 1).
+200 synthetic code-like documents go through the indexer's real writer; the reference is fed
+`tribrid.text.tokenize` of the same indexed text.
+"""
+
+from __future__ import annotations
+
+import bm25s  # type: ignore[import-untyped]
+import numpy as np
+import pytest
+
+from tests.conftest import Stack
+from tests.test_vector_leg import synth_vectors, write_corpus
+from tribrid.models import Chunk
+from tribrid.text import parse_query, tokenize
+from tribrid.v1 import common_pb2, sparse_pb2_grpc
+
+PARITY = "synth-bm25"
+WORDS = """parse config file load save user account order item cart price tax discount payment card
+number token session cache request response client server http socket stream buffer reader writer
+index search query score rank vector graph node edge path tree list map set queue stack heap sort
+merge split join filter match error retry timeout lock thread task worker pool event handler
+""".split()
+
+
+def _identifier(rng: np.random.Generator) -> str:
+    parts = [WORDS[int(i)] for i in rng.zipf(1.3, size=int(rng.integers(1, 4))) % len(WORDS)]
+    style = int(rng.integers(0, 4))
+    if style == 0:
+        return "_".join(parts)
+    if style == 1:
+        return parts[0] + "".join(p.capitalize() for p in parts[1:])
+    if style == 2:
+        return "-".join(parts)
+    return " ".join(parts)
+
+
+def make_docs(n: int = 200, seed: int = 11) -> list[tuple[str, str, str]]:
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n):
+        lines = [
+            " ".join(_identifier(rng) for _ in range(int(rng.integers(1, 6))))
+            for _ in range(rng.integers(1, 12))
+        ]
+        docs.append((f"mod{i % 17}/f{i}.py", "python", "\n".join(lines)))
+    return docs
+
+
+@pytest.fixture(scope="session")
+async def parity(stack: Stack) -> list[Chunk]:
+    docs = make_docs()
+    return await write_corpus(stack, PARITY, docs, synth_vectors(len(docs), stack.cfg.embedding.dim, seed=5))
+
+
+def queries() -> list[str]:
+    rng = np.random.default_rng(23)
+    out = ["parse config file", "parseConfigFile", "cart_price", "http-server", "timeout", "user account"]
+    for _ in range(24):
+        out.append(_identifier(rng))
+    return out
+
+
+async def ours(stack: Stack, query: str, **overrides: object) -> list[common_pb2.ChunkMatch]:
+    async with stack.channel("sparse") as channel:
+        request = common_pb2.SearchRequest(
+            corpus_id=PARITY,
+            query=query,
+            top_k=10,
+            overrides=common_pb2.SearchOverrides(**overrides),  # type: ignore[arg-type]
+        )
+        reply = await sparse_pb2_grpc.SparseSearchStub(channel).Search(request, timeout=30)
+    return list(reply.matches)
+
+
+def assert_same_top10(got: list[common_pb2.ChunkMatch], ids: list[str], ref: np.ndarray, query: str) -> None:
+    order = sorted(range(len(ids)), key=lambda i: (-ref[i], ids[i]))
+    order = [i for i in order if ref[i] > 0]
+    want = order[:10]
+    assert len(got) == len(want), query
+    ref_of = dict(zip(ids, ref, strict=True))
+    for match, i in zip(got, want, strict=True):
+        assert match.score == pytest.approx(ref[i], rel=1e-9, abs=1e-6), query
+        assert ref_of[match.chunk_id] == pytest.approx(match.score, rel=1e-9, abs=1e-6), query
+    # the same ten chunks (exact ties at the cut aside)
+    if len(order) <= 10 or ref[order[9]] - ref[order[10]] > 1e-9:
+        assert {m.chunk_id for m in got} == {ids[i] for i in want}, query
+
+
+@pytest.mark.parametrize(("k1", "b"), [(1.2, 0.4), (2.0, 0.9), (0.5, 0.0)])
+async def test_bm25_matches_reference(stack: Stack, parity: list[Chunk], k1: float, b: float) -> None:
+    tokens = [tokenize(c.embed_text) for c in parity]
+    ids = [c.chunk_id for c in parity]
+    reference = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
+    reference.index(tokens, show_progress=False)
+    vocab = set(reference.vocab_dict)
+    checked = 0
+    for query in queries():
+        terms = parse_query(query)
+        scores = reference.get_scores([t for t in terms.all if t in vocab]) * (k1 + 1)
+        # plain mode: a chunk must hold every required term (identifier joins only add score)
+        has_all = np.array([set(terms.required) <= set(doc) for doc in tokens])
+        if not has_all.any():
+            continue
+        got = await ours(stack, query, bm25_k1=k1, bm25_b=b)
+        assert_same_top10(got, ids, np.where(has_all, scores, 0.0), query)
+        assert all("relaxed" not in m.explain[0].detail for m in got)
+        checked += 1
+    assert checked >= 20
+    # boolean "a OR b OR c" is plain any-term BM25 over the whole corpus
+    for words in (["parse", "cart", "timeout"], ["user", "stream"], ["sort"]):
+        scores = reference.get_scores(words) * (k1 + 1)
+        got = await ours(stack, " OR ".join(words), bm25_k1=k1, bm25_b=b, query_mode="boolean")
+        assert_same_top10(got, ids, scores, str(words))

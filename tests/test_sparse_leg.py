@@ -1,0 +1,188 @@
+"""The sparse (BM25) leg on real PostgreSQL: code-aware terms, paths, query modes, relaxation,
+filters and bad input."""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+
+from services.sparse.service import SparseServicer
+from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.test_vector_leg import synth_vectors, write_corpus
+from tribrid.models import Chunk
+from tribrid.v1 import common_pb2, indexer_pb2, sparse_pb2_grpc
+
+WORDS = "synth-words"
+DOCS = [
+    ("cfg/loader.py", "python", "def parseConfigFile(path):\n    return open(path)"),
+    ("cfg/snake.py", "python", "def parse_config_file(path):\n    pass"),
+    ("cfg/kebab.md", "markdown", "Run parse-config-file to check the settings."),
+    ("cfg/words.txt", "text", "Here we parse the config file by hand."),
+    ("cfg/other.py", "python", "config = load(file)\nparse(config)"),
+    ("net/http.py", "python", "class HTTPServer:\n    pass"),
+    ("net/client.go", "go", "func sendRequest() {}"),
+    ("shop/cart.py", "python", "class Cart:\n    def total_price(self): pass"),
+]
+
+
+@pytest.fixture(scope="session")
+async def words(stack: Stack) -> list[Chunk]:
+    return await write_corpus(stack, WORDS, DOCS, synth_vectors(len(DOCS), stack.cfg.embedding.dim, seed=3))
+
+
+async def search(
+    stack: Stack, query: str, corpus_id: str = WORDS, **fields: object
+) -> list[common_pb2.ChunkMatch]:
+    async with stack.channel("sparse") as channel:
+        request = common_pb2.SearchRequest(corpus_id=corpus_id, query=query, **fields)  # type: ignore[arg-type]
+        reply = await sparse_pb2_grpc.SparseSearchStub(channel).Search(request, timeout=30)
+    return list(reply.matches)
+
+
+def mode(name: str) -> common_pb2.SearchOverrides:
+    return common_pb2.SearchOverrides(query_mode=name)
+
+
+def paths(matches: list[common_pb2.ChunkMatch]) -> list[str]:
+    return [m.file_path for m in matches]
+
+
+async def test_identifier_styles_match_words_and_exact_identifier_ranks_first(
+    stack: Stack, words: list[Chunk]
+) -> None:
+    plain = paths(await search(stack, "parse config file"))
+    assert set(plain) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md", "cfg/words.txt", "cfg/other.py"}
+    for form in ("parseConfigFile", "parse_config_file", "parse-config-file"):
+        found = paths(await search(stack, form))
+        # the three spellings of the identifier share its joined term: they come first
+        assert set(found[:3]) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md"}, form
+        assert set(found[3:]) == {"cfg/words.txt", "cfg/other.py"}, form
+    top = (await search(stack, "parseConfigFile"))[0]
+    assert top.explain[0].detail.startswith("bm25 k1=1.2 b=0.4 mode=plain")
+    assert "parseconfigfile" in top.explain[0].detail
+    assert paths(await search(stack, "HTTPServer"))[0] == "net/http.py"
+    assert paths(await search(stack, "http server")) == ["net/http.py"]
+
+
+async def test_paths_and_extensions(stack: Stack, words: list[Chunk]) -> None:
+    assert paths(await search(stack, "cart.py")) == ["shop/cart.py"]
+    assert paths(await search(stack, "shop/cart")) == ["shop/cart.py"]
+    assert set(paths(await search(stack, "cfg .py"))) == {"cfg/loader.py", "cfg/snake.py", "cfg/other.py"}
+
+
+async def test_phrase_mode_needs_adjacent_terms_in_order(stack: Stack, words: list[Chunk]) -> None:
+    found = paths(await search(stack, "parse config file", overrides=mode("phrase")))
+    assert set(found) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md"}
+    assert paths(await search(stack, "parse the config", overrides=mode("phrase"))) == ["cfg/words.txt"]
+    # the identifier's joined term does not break adjacency with the next word
+    assert paths(await search(stack, "file path", overrides=mode("phrase"))) == [
+        "cfg/loader.py",
+        "cfg/snake.py",
+    ]
+    assert await search(stack, "file config parse", overrides=mode("phrase")) == []
+
+
+async def test_boolean_mode(stack: Stack, words: list[Chunk]) -> None:
+    found = paths(await search(stack, "parse -snake -kebab", overrides=mode("boolean")))
+    assert set(found) == {"cfg/loader.py", "cfg/words.txt", "cfg/other.py"}
+    found = paths(await search(stack, '"parse the config" OR HTTPServer', overrides=mode("boolean")))
+    assert set(found) == {"cfg/words.txt", "net/http.py"}
+    found = paths(await search(stack, 'parse -"config file"', overrides=mode("boolean")))
+    assert set(found) == {"cfg/other.py"}
+    assert await search(stack, "-parse", overrides=mode("boolean")) == []
+
+
+async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]) -> None:
+    exact = await search(stack, "parse config file")
+    relaxed = await search(stack, "parse config file zzyzx")
+    assert paths(relaxed) == paths(exact)
+    assert "relaxed: dropped 'zzyzx'" in relaxed[0].explain[0].detail
+    assert [m.score for m in relaxed] == pytest.approx([m.score for m in exact])
+    # the rarest term goes first: 'hand' (1 chunk) is dropped before 'parse' (5 chunks)
+    two = await search(stack, "parse hand zzyzx")
+    assert "dropped 'zzyzx'" in two[0].explain[0].detail
+    assert paths(two) == ["cfg/words.txt"]
+    three = await search(stack, "parse settings qwxz zzyzx")
+    assert paths(three) == ["cfg/kebab.md"]
+    assert "dropped 'qwxz', 'zzyzx'" in three[0].explain[0].detail  # equally rare: query order
+    # past relax_max_terms (2): any-term matches, said so
+    fallback = await search(stack, "settings aaqq bbqq ccqq")
+    assert paths(fallback) == ["cfg/kebab.md"] and "any-term fallback" in fallback[0].explain[0].detail
+    strict = stack.cfg.model_copy(
+        update={"sparse": stack.cfg.sparse.model_copy(update={"any_term_fallback": False})}
+    )
+    servicer = SparseServicer(strict, await stack.resources.pool())
+    result = await servicer.search(common_pb2.SearchRequest(corpus_id=WORDS, query="settings aaqq bbqq ccqq"))
+    assert result.chunks == []
+
+
+async def test_filters(stack: Stack, words: list[Chunk]) -> None:
+    found = await search(stack, "parse config file", filters=common_pb2.SearchFilters(path_glob="cfg/*.py"))
+    assert set(paths(found)) == {"cfg/loader.py", "cfg/snake.py", "cfg/other.py"}
+    found = await search(stack, "send request", filters=common_pb2.SearchFilters(languages=["Go"]))
+    assert paths(found) == ["net/client.go"]
+    found = await search(
+        stack, "parse config", filters=common_pb2.SearchFilters(languages=["markdown", "text"])
+    )
+    assert set(paths(found)) == {"cfg/kebab.md", "cfg/words.txt"}
+    # relaxation happens within the filter's chunks
+    found = await search(stack, "parse zzyzx", filters=common_pb2.SearchFilters(path_glob="**/*.md"))
+    assert paths(found) == ["cfg/kebab.md"] and "relaxed" in found[0].explain[0].detail
+    for m in ("phrase", "boolean"):
+        found = await search(
+            stack, "parse config", overrides=mode(m), filters=common_pb2.SearchFilters(path_glob="*.txt")
+        )
+        assert paths(found) == [] if m == "phrase" else paths(found) == ["cfg/words.txt"]
+
+
+async def test_k1_b_overrides_change_scores(stack: Stack, words: list[Chunk]) -> None:
+    base = await search(stack, "parse config")
+    flat = await search(stack, "parse config", overrides=common_pb2.SearchOverrides(bm25_k1=0.0, bm25_b=0.0))
+    assert [m.score for m in base] != [m.score for m in flat]
+    # k1 = 0: the score is the sum of the idfs of the matched terms, whatever tf and length
+    assert len({round(m.score, 9) for m in flat}) == 1
+
+
+@pytest.mark.parametrize("query", ["the of and", "?!", "how does it", "... ()"])
+@pytest.mark.parametrize("query_mode", ["plain", "phrase", "boolean"])
+async def test_stop_words_or_punctuation_only_is_ok_and_empty(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, query: str, query_mode: str
+) -> None:
+    assert await search(stack, query, corpus_id=SAMPLE_CORPUS, overrides=mode(query_mode)) == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"query": "x" * 2001}, "maximum is 2000"),
+        ({"query": "cart", "corpus_id": "no-such-corpus"}, "unknown corpus"),
+        ({"query": "the", "corpus_id": "no-such-corpus"}, "unknown corpus"),
+        ({"query": "cart", "overrides": mode("fuzzy")}, "query_mode must be one of plain, phrase, boolean"),
+        ({"query": "cart", "overrides": common_pb2.SearchOverrides(bm25_k1=5)}, "bm25_k1 must be in 0..3"),
+        ({"query": "cart", "overrides": common_pb2.SearchOverrides(bm25_b=float("nan"))}, "bm25_b in 0..1"),
+    ],
+)
+async def test_bad_requests(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, fields: dict[str, object], message: str
+) -> None:
+    fields = dict(fields)
+    query = str(fields.pop("query"))
+    corpus_id = str(fields.pop("corpus_id", SAMPLE_CORPUS))
+    with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+        await search(stack, query, corpus_id=corpus_id, **fields)
+    assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in (excinfo.value.details() or "")
+
+
+async def test_sample_corpus_identifier_and_words(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    top = await search(stack, "validate_card_number", corpus_id=SAMPLE_CORPUS)
+    assert top[0].symbol == "shop.payment.validate_card_number"
+    assert "shop.payment.validate_card_number" in [
+        m.symbol for m in await search(stack, "card number", corpus_id=SAMPLE_CORPUS)
+    ]
+    in_cart = await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS)
+    assert in_cart and all(m.file_path == "shop/cart.py" for m in in_cart)
+    assert np.isfinite([m.score for m in in_cart]).all()

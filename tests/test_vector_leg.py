@@ -1,0 +1,298 @@
+"""The vector leg on real pgvector: HNSW vs exact plans, filters without losing top-k, metrics,
+thresholds, ef_search bounds, and the query-embedding cache and micro-batcher."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import grpc
+import numpy as np
+import pytest
+
+from services.indexer.pg_writer import FileRecord, RunWrite, apply_run, delete_corpus
+from services.vector.search import build_hnsw_query, build_probe, vector_search
+from services.vector.service import VectorServicer
+from tests.conftest import SAMPLE_CORPUS, Stack
+from tribrid.embedding import EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache, Vectors
+from tribrid.models import Chunk, stable_id
+from tribrid.search_common import RequestError, SearchParams, glob_to_regex
+from tribrid.v1 import common_pb2, indexer_pb2, vector_pb2_grpc
+
+SYNTH = "synth-vec"
+N_CHUNKS = 3000
+N_RARE = 12  # chunks under rare/, language "go": a very selective filter
+
+
+def _unit(rows: np.ndarray) -> Vectors:
+    out: Vectors = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return out
+
+
+def synth_vectors(n: int, dim: int, seed: int = 7) -> Vectors:
+    """Clustered unit vectors, shaped more like embeddings than uniform noise."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(60, dim))
+    return _unit(centers[rng.integers(0, 60, n)] + 0.35 * rng.normal(size=(n, dim)))
+
+
+async def write_corpus(
+    stack: Stack, corpus_id: str, docs: Sequence[tuple[str, str, str]], vectors: Vectors
+) -> list[Chunk]:
+    """Insert (path, language, content) chunks through the indexer's real PostgreSQL writer."""
+    pool = await stack.resources.pool()
+    await delete_corpus(pool, corpus_id)
+    chunks = [
+        Chunk(
+            chunk_id=stable_id(corpus_id, str(i)),
+            corpus_id=corpus_id,
+            file_path=path,
+            start_line=i + 1,
+            end_line=i + 1,
+            language=lang,
+            kind="text",
+            symbol="",
+            content=content,
+            embed_text=f"# file: {path}\n{content}",
+        )
+        for i, (path, lang, content) in enumerate(docs)
+    ]
+    files = {c.file_path: c.language for c in chunks}
+    await apply_run(
+        pool,
+        RunWrite(
+            corpus_id=corpus_id,
+            root_path="/synthetic",
+            embedding_model=stack.resources.embedder().name,
+            embedding_dim=vectors.shape[1],
+            replaced_files=[FileRecord(p, stable_id(p), lang) for p, lang in files.items()],
+            deleted_files=[],
+            chunks=chunks,
+            vectors=vectors,
+            base_generation=0,
+        ),
+    )
+    return chunks
+
+
+@pytest.fixture(scope="session")
+async def synth(stack: Stack) -> tuple[list[Chunk], Vectors]:
+    docs = [
+        (f"rare/r{i}.go", "go", f"rare {i}")
+        if i < N_RARE
+        else (f"pkg{i % 40}/m{i % 5}.py", "python", f"doc {i}")
+        for i in range(N_CHUNKS)
+    ]
+    vectors = synth_vectors(N_CHUNKS, stack.cfg.embedding.dim)
+    return await write_corpus(stack, SYNTH, docs, vectors), vectors
+
+
+def params(corpus: str = SYNTH, top_k: int = 10, glob: str = "", langs: tuple[str, ...] = ()) -> SearchParams:
+    return SearchParams(corpus, "q", top_k, glob_to_regex(glob) if glob else None, langs)
+
+
+def brute_force(chunks: list[Chunk], vectors: Vectors, query: Vectors, keep: list[bool], k: int) -> list[str]:
+    sims = vectors @ query
+    order = [i for i in np.argsort(-sims, kind="stable") if keep[i]]
+    return [chunks[i].chunk_id for i in order[:k]]
+
+
+async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[Chunk], Vectors]) -> None:
+    chunks, vectors = synth
+    pool = await stack.resources.pool()
+    query = vectors[123]
+    sql, args = build_hnsw_query("cosine", params())
+    probe, probe_args = build_probe(params())
+    async with pool.acquire() as conn:  # the settings vector_search makes, then its HNSW query
+        await conn.fetch(probe, "100", "20000", SYNTH, 2001, *probe_args)
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, SYNTH, query, 10, *args))
+    assert "Index Scan using chunks_embedding" in plan, plan
+    result = await vector_search(pool, stack.cfg.vector, params(), query, 100, -1.0)
+    assert result.plan == "hnsw" and len(result.chunks) == 10
+    truth = brute_force(chunks, vectors, query, [True] * len(chunks), 10)
+    assert result.chunks[0].chunk.chunk_id == chunks[123].chunk_id
+    # HNSW is approximate; inside these clusters the top 10 lie within 0.01 of each other and a
+    # parallel index build is not deterministic: 8 of 10 seen, 9 most of the time
+    assert len({c.chunk.chunk_id for c in result.chunks} & set(truth)) >= 8
+    scores = [c.score for c in result.chunks]
+    assert scores == sorted(scores, reverse=True) and scores[0] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize(("glob", "langs"), [("rare/**", ()), ("", ("go",)), ("*.go", ("go", "rust"))])
+async def test_selective_filter_returns_exact_full_top_k(
+    stack: Stack, synth: tuple[list[Chunk], Vectors], glob: str, langs: tuple[str, ...]
+) -> None:
+    chunks, vectors = synth
+    pool = await stack.resources.pool()
+    query = vectors[2000]  # a python chunk: the go chunks are far from it
+    keep = [c.language == "go" for c in chunks]
+    truth = brute_force(chunks, vectors, query, keep, 10)
+    result = await vector_search(pool, stack.cfg.vector, params(glob=glob, langs=langs), query, 40, -1.0)
+    assert result.plan == "exact" and result.allowed == N_RARE
+    assert [c.chunk.chunk_id for c in result.chunks] == truth
+    by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
+    for item in result.chunks:
+        assert item.score == pytest.approx(float(vectors[by_id[item.chunk.chunk_id]] @ query), abs=1e-5)
+    # forced through HNSW (iterative scan), the selective filter still fills top-k correctly
+    hnsw_only = stack.cfg.vector.model_copy(update={"exact_scan_max_rows": 0})
+    forced = await vector_search(pool, hnsw_only, params(glob=glob, langs=langs), query, 40, -1.0)
+    assert forced.plan in ("hnsw", "hnsw+exact")
+    assert [c.chunk.chunk_id for c in forced.chunks] == truth
+
+
+async def test_broad_filter_uses_hnsw_and_fills_top_k(
+    stack: Stack, synth: tuple[list[Chunk], Vectors]
+) -> None:
+    _chunks, vectors = synth
+    pool = await stack.resources.pool()
+    result = await vector_search(
+        pool, stack.cfg.vector, params(langs=("python",), top_k=30), vectors[5], 100, -1.0
+    )
+    assert result.plan == "hnsw" and len(result.chunks) == 30
+    assert all(c.chunk.language == "python" for c in result.chunks)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "l2", "inner_product"])
+async def test_metrics_score_as_similarity(
+    stack: Stack, synth: tuple[list[Chunk], Vectors], metric: str
+) -> None:
+    chunks, vectors = synth
+    pool = await stack.resources.pool()
+    cfg = stack.cfg.vector.model_copy(update={"metric": metric})
+    query = vectors[77]
+    truth = brute_force(chunks, vectors, query, [c.file_path.startswith("pkg3/") for c in chunks], 10)
+    result = await vector_search(pool, cfg, params(glob="pkg3/**"), query, 100, -1.0)
+    assert [c.chunk.chunk_id for c in result.chunks] == truth
+    by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
+    for item in result.chunks:  # unit vectors: every metric's similarity is the cosine
+        assert item.score == pytest.approx(float(vectors[by_id[item.chunk.chunk_id]] @ query), abs=1e-5)
+
+
+async def test_metric_must_match_index(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    cfg = stack.cfg.model_copy(update={"vector": stack.cfg.vector.model_copy(update={"metric": "l2"})})
+    servicer = VectorServicer(cfg, await stack.resources.pool(), stack.resources.embedder())
+    with pytest.raises(RequestError) as excinfo:
+        await servicer.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"))
+    assert excinfo.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "'cosine'" in excinfo.value.message
+
+
+async def search(stack: Stack, query: str, **fields: object) -> list[common_pb2.ChunkMatch]:
+    async with stack.channel("vector") as channel:
+        fields.setdefault("corpus_id", SAMPLE_CORPUS)
+        request = common_pb2.SearchRequest(query=query, **fields)  # type: ignore[arg-type]
+        reply = await vector_pb2_grpc.VectorSearchStub(channel).Search(request, timeout=30)
+    return list(reply.matches)
+
+
+async def search_error(stack: Stack, query: str, **fields: object) -> grpc.aio.AioRpcError:
+    with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+        await search(stack, query, **fields)
+    return excinfo.value
+
+
+async def test_threshold_and_filters(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    query = "apply a discount to the price"
+    everything = await search(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=-1.0))
+    assert len(everything) == sample_corpus.chunks_total or len(everything) == stack.cfg.vector.top_k
+    some = await search(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=0.3))
+    assert 0 < len(some) < len(everything) and all(m.score >= 0.3 for m in some)
+    assert await search(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=0.99)) == []
+    err = await search_error(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=1.5))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "similarity_threshold" in (err.details() or "")
+    in_py = await search(stack, query, filters=common_pb2.SearchFilters(path_glob="shop/p*.py"))
+    assert in_py and {m.file_path for m in in_py} <= {"shop/pricing.py", "shop/payment.py"}
+    md = await search(stack, query, filters=common_pb2.SearchFilters(languages=["Markdown"]))
+    assert md and all(m.language == "markdown" for m in md)
+    assert "plan=exact" in everything[0].explain[0].detail
+
+
+async def test_ef_search_bounds(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    top = stack.cfg.vector.max_ef_search
+    assert await search(stack, "cart", overrides=common_pb2.SearchOverrides(ef_search=top))
+    for bad in (0, top + 1):
+        err = await search_error(stack, "cart", overrides=common_pb2.SearchOverrides(ef_search=bad))
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert f"ef_search must be between 1 and {top}" in (err.details() or "")
+
+
+async def test_bad_input(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    too_long = "x" * (stack.cfg.fusion.max_query_chars + 1)
+    assert (await search_error(stack, too_long)).code() == grpc.StatusCode.INVALID_ARGUMENT
+    err = await search_error(stack, "cart", corpus_id="no-such-corpus")
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "unknown corpus" in (err.details() or "")
+
+
+class CountingEmbedder:
+    """Deterministic unit vectors; records each call's batch; optionally slow."""
+
+    name = "counting"
+    dim = 8
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.batches: list[list[str]] = []
+        self.delay = delay
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        self.batches.append(list(texts))
+        await asyncio.sleep(self.delay)
+        rows = np.array([[hash((t, j)) % 1000 + 1 for j in range(self.dim)] for t in texts], dtype=np.float64)
+        return _unit(rows)
+
+
+async def test_micro_batcher_batches_concurrent_queries() -> None:
+    fake = CountingEmbedder(delay=0.01)
+    batcher = QueryBatcher(fake, max_batch=32, max_wait_ms=5, max_queue=100)
+    texts = [f"query {i}" for i in range(20)] + ["query 0"]
+    vectors = await asyncio.gather(*(batcher.embed(t) for t in texts))
+    assert len(fake.batches) == 1 and len(fake.batches[0]) == 20  # one model call, duplicates folded
+    assert np.allclose(vectors[0], vectors[-1])
+    direct = await CountingEmbedder().embed(["query 3"])
+    assert np.allclose(vectors[3], direct[0])
+    await batcher.close()
+
+
+async def test_micro_batcher_queue_is_bounded() -> None:
+    fake = CountingEmbedder(delay=0.2)
+    batcher = QueryBatcher(fake, max_batch=1, max_wait_ms=0, max_queue=2)
+    first = asyncio.ensure_future(batcher.embed("a"))
+    await asyncio.sleep(0.02)  # the worker holds "a" in the model call
+    queued = [asyncio.ensure_future(batcher.embed(t)) for t in ("b", "c")]
+    await asyncio.sleep(0)
+    with pytest.raises(EmbeddingOverloaded):
+        await batcher.embed("d")
+    await asyncio.gather(first, *queued)
+    await batcher.close()
+
+
+async def test_query_cache_embeds_once(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    fake = CountingEmbedder()
+    cache = QueryEmbeddingCache(fake, 2, QueryBatcher(fake, max_wait_ms=1))
+    a1, a2 = await asyncio.gather(cache.embed_query("a"), cache.embed_query("a"))
+    assert np.array_equal(a1, a2) and len(fake.batches) == 1
+    await cache.embed_query("a")
+    assert len(fake.batches) == 1 and cache.hits == 2 and cache.misses == 1
+    await cache.embed_query("b")
+    await cache.embed_query("c")  # evicts "a"
+    await cache.embed_query("a")
+    assert len(fake.batches) == 4
+
+
+async def test_full_queue_is_resource_exhausted(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    vcfg = stack.cfg.vector.model_copy(
+        update={"query_batch_max": 1, "query_queue_size": 1, "query_batch_wait_ms": 0}
+    )
+    cfg = stack.cfg.model_copy(update={"vector": vcfg})
+    servicer = VectorServicer(cfg, await stack.resources.pool(), CountingEmbedder(delay=0.2))
+    results = await asyncio.gather(
+        *(
+            servicer.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query=f"q{i}"))
+            for i in range(4)
+        ),
+        return_exceptions=True,
+    )
+    codes = [r.code for r in results if isinstance(r, RequestError)]
+    assert grpc.StatusCode.RESOURCE_EXHAUSTED in codes
+    await servicer.batcher.close()
