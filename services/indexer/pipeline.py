@@ -34,7 +34,8 @@ from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import graph_key
 from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.python_graph import FileGraph, extract_python, resolve
+from tribrid.indexing.graph import extract_file, resolve_corpus
+from tribrid.indexing.python_graph import FileGraph
 from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk, Entity, Relation
 from tribrid.search_common import invalid, validate_corpus_id
@@ -122,15 +123,16 @@ def _parse(corpus_id: str, files: list[SourceFile], cfg: TriBridConfig) -> _Pars
         result = chunk_file(corpus_id, source, cfg.indexer)
         parsed.chunks_by_file[source.path] = result.chunks
         parsed.syntax_errors += int(result.syntax_error)
-        if source.language == "python" and result.tree is not None:
-            parsed.graphs.append(extract_python(corpus_id, source, result.chunks, result.tree))
+        graph = extract_file(corpus_id, source, result)
+        if graph is not None:
+            parsed.graphs.append(graph)
     return parsed
 
 
 def _graph_of(corpus_id: str, parsed: _Parsed) -> tuple[list[Entity], list[Relation]]:
     entities = [e for g in parsed.graphs for e in g.entities]
     relations = [r for g in parsed.graphs for r in g.relations]
-    relations.extend(resolve(corpus_id, parsed.graphs))
+    relations.extend(resolve_corpus(corpus_id, parsed.graphs).relations)
     return entities, list(dict.fromkeys(relations))
 
 

@@ -1,4 +1,7 @@
-"""Split a source file into chunks: Python by definition, Markdown by section, the rest by line window.
+"""Split a source file into chunks: code by definition, Markdown by section, the rest by line window.
+
+Python is read with `ast`; JavaScript, TypeScript, Go, Java and Rust with tree-sitter
+(`tribrid.indexing.treesitter`).
 
 Invariant: a chunk's `content` is exactly the file's lines start_line..end_line (1-based, inclusive,
 joined by "\\n"). Chunk ids leave line numbers out, so an unchanged definition keeps its id when
@@ -13,6 +16,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from tree_sitter import Tree
+
 from tribrid.config import IndexerConfig
 from tribrid.indexing.pysyntax import (
     DefinitionNode,
@@ -23,6 +28,7 @@ from tribrid.indexing.pysyntax import (
     signature,
     split_lines,
 )
+from tribrid.indexing.treesitter.parsers import TREE_SITTER_LANGUAGES
 from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, stable_id
 
@@ -34,7 +40,11 @@ class ChunkResult:
     chunks: list[Chunk]
     # The parsed module for Python files, to hand to extract_python (None: not Python, or unparsable).
     tree: ast.Module | None = None
-    syntax_error: bool = False  # Python that did not parse; chunked as plain text instead
+    # Python that did not parse (chunked as plain text instead), or a tree-sitter tree with ERROR or
+    # MISSING nodes (chunked and extracted from what did parse).
+    syntax_error: bool = False
+    # The tree-sitter tree of a JavaScript/TypeScript/Go/Java/Rust file, to hand to graph.extract_file.
+    syntax_tree: Tree | None = None
 
 
 def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkResult:
@@ -47,11 +57,22 @@ def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkR
             return ChunkResult(builder.chunks, None, syntax_error=True)
         _PythonChunker(builder, cfg, module_name(source.path)).run(tree)
         return ChunkResult(builder.sorted_chunks(), tree)
+    if source.language in TREE_SITTER_LANGUAGES:
+        return _chunk_with_tree_sitter(builder, cfg)
     if source.language == "markdown":
         _add_markdown_sections(builder, cfg)
     else:
         _add_text_windows(builder, cfg)
     return ChunkResult(builder.chunks)
+
+
+def _chunk_with_tree_sitter(builder: _ChunkBuilder, cfg: IndexerConfig) -> ChunkResult:
+    from tribrid.indexing.treesitter.chunks import TreeChunker  # it builds on this module's pieces
+    from tribrid.indexing.treesitter.parsers import parse
+
+    tree = parse(builder.source)
+    TreeChunker(builder, cfg, builder.source.language).run(tree.root_node)
+    return ChunkResult(builder.sorted_chunks(), syntax_error=tree.root_node.has_error, syntax_tree=tree)
 
 
 def _parse_python(source: SourceFile) -> ast.Module | None:

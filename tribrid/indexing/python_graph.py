@@ -123,6 +123,10 @@ class FileGraph:
     # (module, name) of `from module import name`, (module, "") of `import module`; absolute names.
     module_imports: list[tuple[str, str]] = field(default_factory=list)
     pending: list[PendingRef] = field(default_factory=list)
+    # Set by tribrid.indexing.graph for other languages; their ModuleAttr modules and module_imports
+    # are import specs as written ("./util", "crate::a::b") until graph.resolve_corpus maps them.
+    language: str = "python"
+    namespace: str = ""  # a Go file's directory, a Java file's package: names shared without imports
 
 
 @dataclass(frozen=True, slots=True)
@@ -639,15 +643,19 @@ def edge_to(
     target_id: str,
     types: dict[str, str],
     classes: dict[str, ClassInfo],
+    resolve_base: Callable[[Symbolic], str | None] | None = None,
 ) -> Relation | None:
-    """The relation for a reference resolved to target_id; None if there is none (a non-class base)."""
+    """The relation for a reference resolved to target_id; None if there is none (a non-class base).
+
+    Calling a class runs its `__init__`, its own or inherited; without resolve_base (one file alone)
+    a base in another file is not followed and the edge goes to the class.
+    """
     target_type = types.get(target_id)
     if kind == "inherits":
         return Relation(source_id, target_id, "inherits") if target_type == "class" else None
     if kind == "calls" and target_type == "class":
-        info = classes.get(target_id)
-        init = info.methods.get("__init__") if info is not None else None
-        return Relation(source_id, init or target_id, "calls")  # constructing runs __init__
+        init = find_method(classes, types, target_id, "__init__", False, resolve_base)
+        return Relation(source_id, init if isinstance(init, str) else target_id, "calls")
     if kind == "calls" and target_type == "function":
         return Relation(source_id, target_id, "calls")
     if source_id == target_id:
@@ -678,7 +686,7 @@ def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
             target_id = index.resolve(ref.target)
             edge = None
             if target_id is not None:
-                edge = edge_to(ref.kind, ref.source_id, target_id, index.types, index.classes)
+                edge = edge_to(ref.kind, ref.source_id, target_id, index.types, index.classes, index.resolve)
             if edge is not None:
                 relations.append(edge)
             elif ref.kind != "references":

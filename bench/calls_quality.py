@@ -1,0 +1,389 @@
+"""How right are our resolved `calls` edges? Compare them with an independent reference built from `ast`.
+
+    .venv/bin/python -m bench.calls_quality [PATH ...]
+
+PATH is a Python package directory (default: the installed `click`). The package is copied under a
+temporary root so module names are real import names (click.core), then:
+
+* reference: a small resolver written here, independent of tribrid.indexing: calls of same-module
+  functions and classes, `self.m()` / `cls.m()` / `super().m()` inside a class (inherited methods of
+  corpus classes included), and names reached through `import x` / `from x import f` across corpus
+  modules (re-exports followed). Calling a class counts as calling its `__init__` (looked up through
+  the bases), or the class itself when no corpus class in its MRO defines one.
+* ours: walk_corpus + chunk_file + extract_file + resolve_corpus, keeping `calls` edges whose caller
+  is a function or method.
+
+Both sides are compared as (caller qualified name, callee qualified name) pairs; precision, recall,
+counts and examples of each kind of disagreement are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tribrid.config import IndexerConfig
+from tribrid.indexing.chunker import chunk_file
+from tribrid.indexing.graph import extract_file, resolve_corpus
+from tribrid.indexing.walker import SourceFile, walk_corpus
+
+Pair = tuple[str, str]
+MAX_HOPS = 12
+EXAMPLES = 8
+
+
+# --- the reference ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RefClass:
+    qual: str
+    module: str
+    methods: dict[str, str] = field(default_factory=dict)
+    bases: list[ast.expr] = field(default_factory=list)
+
+
+@dataclass
+class RefModule:
+    name: str
+    is_package: bool
+    tree: ast.Module
+    # name -> ("def", qual) | ("class", qual) | ("module", modname) | ("from", module, attr) | ("local", "")
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class Reference:
+    def __init__(self, root: Path) -> None:
+        self.modules: dict[str, RefModule] = {}
+        self.classes: dict[str, RefClass] = {}
+        self.functions: set[str] = set()
+        for path in sorted(root.rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
+            parts = list(rel.parts)
+            is_package = parts[-1] == "__init__"
+            name = ".".join(parts[:-1] if is_package else parts)
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError):
+                continue
+            self.modules[name] = RefModule(name, is_package, tree)
+        for module in self.modules.values():
+            self._collect(module, module.tree.body, module.name, module.names, None)
+
+    def _collect(
+        self,
+        module: RefModule,
+        body: list[ast.stmt],
+        prefix: str,
+        names: dict[str, tuple[str, ...]],
+        cls: RefClass | None,
+    ) -> None:
+        for stmt in _statements(body):
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                qual = f"{prefix}.{stmt.name}"
+                self.functions.add(qual)
+                if cls is not None:
+                    cls.methods[stmt.name] = qual
+                else:
+                    names[stmt.name] = ("def", qual)
+            elif isinstance(stmt, ast.ClassDef):
+                qual = f"{prefix}.{stmt.name}"
+                ref_class = RefClass(qual, module.name, bases=list(stmt.bases))
+                self.classes[qual] = ref_class
+                if cls is None:
+                    names[stmt.name] = ("class", qual)
+                self._collect(module, stmt.body, qual, {}, ref_class)
+            elif cls is None and isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        names[alias.asname] = ("module", alias.name)
+                    else:
+                        head = alias.name.split(".")[0]
+                        names[head] = ("module", head)
+            elif cls is None and isinstance(stmt, ast.ImportFrom):
+                base = self._from_base(module, stmt)
+                for alias in stmt.names:
+                    if base is not None and alias.name != "*":
+                        names[alias.asname or alias.name] = ("from", base, alias.name)
+            elif cls is None and isinstance(stmt, ast.Assign | ast.AnnAssign):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        names[target.id] = ("local", "")
+
+    def _from_base(self, module: RefModule, stmt: ast.ImportFrom) -> str | None:
+        if stmt.level == 0:
+            return stmt.module or ""
+        package = module.name.split(".") if module.is_package else module.name.split(".")[:-1]
+        if stmt.level - 1 > len(package):
+            return None
+        parts = package[: len(package) - (stmt.level - 1)]
+        return ".".join([*parts, stmt.module] if stmt.module else parts)
+
+    # lookups
+
+    def member(self, module: str, attr: str, hops: int = 0) -> tuple[str, str] | None:
+        """What `module.attr` is: ("def"|"class"|"module", qualified name)."""
+        found = self.modules.get(module)
+        if found is not None and hops < MAX_HOPS:
+            entry = found.names.get(attr)
+            if entry is not None:
+                resolved = self._entry(entry, hops + 1)
+                if resolved is not None:
+                    return resolved
+        if f"{module}.{attr}" in self.modules:
+            return ("module", f"{module}.{attr}")
+        return None
+
+    def _entry(self, entry: tuple[str, ...], hops: int) -> tuple[str, str] | None:
+        if entry[0] in ("def", "class"):
+            return entry[0], entry[1]
+        if entry[0] == "module":
+            return ("module", entry[1]) if entry[1] in self.modules else None
+        if entry[0] == "from":
+            return self.member(entry[1], entry[2], hops)
+        return None
+
+    def lookup(self, module: RefModule, name: str) -> tuple[str, str] | None:
+        entry = module.names.get(name)
+        return self._entry(entry, 0) if entry is not None else None
+
+    def method(self, cls: str, name: str, skip_own: bool) -> str | None:
+        seen: set[str] = set()
+
+        def search(current: str, own: bool) -> str | None:
+            info = self.classes.get(current)
+            if info is None or current in seen:
+                return None
+            seen.add(current)
+            if own and name in info.methods:
+                return info.methods[name]
+            for base in info.bases:
+                if isinstance(base, ast.Subscript):  # Base[T]
+                    base = base.value
+                target = self.expr(self.modules[info.module], base)
+                if target is not None and target[0] == "class":
+                    hit = search(target[1], True)
+                    if hit is not None:
+                        return hit
+            return None
+
+        return search(cls, not skip_own)
+
+    def expr(self, module: RefModule, node: ast.expr) -> tuple[str, str] | None:
+        """What a name or attribute chain denotes at module level."""
+        if isinstance(node, ast.Name):
+            return self.lookup(module, node.id)
+        if isinstance(node, ast.Attribute):
+            owner = self.expr(module, node.value)
+            if owner is None:
+                return None
+            if owner[0] == "module":
+                return self.member(owner[1], node.attr)
+            if owner[0] == "class":
+                found = self.method(owner[1], node.attr, False)
+                return ("def", found) if found is not None else None
+        return None
+
+    def callee(self, target: tuple[str, str]) -> str | None:
+        kind, qual = target
+        if kind == "def":
+            return qual
+        if kind == "class":
+            return self.method(qual, "__init__", False) or qual
+        return None
+
+    # calls
+
+    def pairs(self) -> set[Pair]:
+        found: set[Pair] = set()
+        for module in self.modules.values():
+            for caller, node, cls in _functions(module.tree.body, module.name, None):
+                found.update((caller, callee) for callee in self._calls(module, node, cls))
+        return found
+
+    def _calls(
+        self, module: RefModule, node: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None
+    ) -> Iterator[str]:
+        local_imports = self._local_imports(module, node)
+        if local_imports:  # names a function imports for itself resolve like module-level imports
+            module = RefModule(module.name, module.is_package, module.tree, {**module.names, **local_imports})
+        locals_ = _local_names(node) - local_imports.keys()
+        self_name = None
+        decorators = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+        positional = [*node.args.posonlyargs, *node.args.args]
+        if cls is not None and positional and "staticmethod" not in decorators:
+            self_name = positional[0].arg
+        for stmt in node.body:
+            for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+                callee = self._call_target(module, call.func, cls, self_name, locals_)
+                if callee is not None:
+                    yield callee
+
+    def _local_imports(
+        self, module: RefModule, node: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> dict[str, tuple[str, ...]]:
+        found: dict[str, tuple[str, ...]] = {}
+        for child in ast.walk(node):
+            if isinstance(child, ast.ImportFrom):
+                base = self._from_base(module, child)
+                for alias in child.names:
+                    if base is not None and alias.name != "*":
+                        found[alias.asname or alias.name] = ("from", base, alias.name)
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    head = alias.name.split(".")[0]
+                    found[alias.asname or head] = ("module", alias.name if alias.asname else head)
+        return found
+
+    def _call_target(
+        self, module: RefModule, func: ast.expr, cls: str | None, self_name: str | None, locals_: set[str]
+    ) -> str | None:
+        if isinstance(func, ast.Name) and cls is not None and func.id == self_name == "cls":
+            return self.callee(("class", cls))  # cls(...) in a classmethod constructs the class
+        if isinstance(func, ast.Attribute) and cls is not None:
+            value = func.value
+            if isinstance(value, ast.Name) and value.id == self_name:
+                return self.method(cls, func.attr, False)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+                return self.method(cls, func.attr, True)
+        head = func
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        if not isinstance(head, ast.Name) or head.id in locals_:
+            return None
+        target = self.expr(module, func)
+        return self.callee(target) if target is not None else None
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _statements(stmt.body + stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            blocks = stmt.body + [s for h in stmt.handlers for s in h.body] + stmt.orelse + stmt.finalbody
+            yield from _statements(blocks)
+        elif isinstance(stmt, ast.With):
+            yield from _statements(stmt.body)
+
+
+def _functions(
+    body: list[ast.stmt], prefix: str, cls: str | None
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, str | None]]:
+    for stmt in _statements(body):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            # Conditional redefinitions (`if WIN: def f` / `else: def f`) are one callable name: both count.
+            yield f"{prefix}.{stmt.name}", stmt, cls
+        elif isinstance(stmt, ast.ClassDef):
+            qual = f"{prefix}.{stmt.name}"
+            yield from _functions(stmt.body, qual, qual)
+
+
+def _local_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters and names bound anywhere in the function (they shadow module-level names)."""
+    args = node.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    global_names: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            names.add(child.id)
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and child is not node:
+            names.add(child.name)
+        elif isinstance(child, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in child.names)
+        elif isinstance(child, ast.Global):
+            global_names.update(child.names)
+        elif isinstance(child, ast.arg):
+            names.add(child.arg)
+    return names - global_names
+
+
+# --- ours ---------------------------------------------------------------------------------------
+
+
+def ours(root: Path) -> set[Pair]:
+    cfg = IndexerConfig()
+    graphs = []
+    for item in walk_corpus(root, cfg):
+        if isinstance(item, SourceFile):
+            graph = extract_file("bench", item, chunk_file("bench", item, cfg))
+            if graph is not None:
+                graphs.append(graph)
+    entities = {e.entity_id: e for g in graphs for e in g.entities}
+    relations = [r for g in graphs for r in g.relations] + resolve_corpus("bench", graphs).relations
+    return {
+        (entities[r.source_id].qualified_name, entities[r.target_id].qualified_name)
+        for r in relations
+        if r.type == "calls" and entities[r.source_id].type == "function"
+    }
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Score:
+    name: str
+    reference: set[Pair]
+    extracted: set[Pair]
+
+    @property
+    def agreed(self) -> set[Pair]:
+        return self.reference & self.extracted
+
+    @property
+    def precision(self) -> float:
+        return len(self.agreed) / len(self.extracted) if self.extracted else 1.0
+
+    @property
+    def recall(self) -> float:
+        return len(self.agreed) / len(self.reference) if self.reference else 1.0
+
+
+def measure(package: Path) -> Score:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        shutil.copytree(package, root / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+        return Score(package.name, Reference(root).pairs(), ours(root))
+
+
+def report(score: Score) -> str:
+    only_ours = sorted(score.extracted - score.reference)
+    only_ref = sorted(score.reference - score.extracted)
+    lines = [
+        f"== {score.name}",
+        f"reference calls: {len(score.reference)}  extracted calls: {len(score.extracted)}  "
+        f"agreed: {len(score.agreed)}",
+        f"precision: {score.precision:.3f}  recall: {score.recall:.3f}",
+        f"only extracted ({len(only_ours)}):",
+        *(f"  {caller} -> {callee}" for caller, callee in only_ours[:EXAMPLES]),
+        f"only in reference ({len(only_ref)}):",
+        *(f"  {caller} -> {callee}" for caller, callee in only_ref[:EXAMPLES]),
+    ]
+    return "\n".join(lines)
+
+
+def _default_path() -> Path:
+    import click
+
+    return Path(click.__file__).parent
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("paths", nargs="*", type=Path, help="package directories (default: click)")
+    args = parser.parse_args(argv)
+    paths: list[Path] = args.paths or [_default_path()]
+    for path in paths:
+        print(report(measure(path.resolve())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""The code graph of any indexed file: one entry point per step, whatever the language.
+
+Python goes through `python_graph` (ast); JavaScript, TypeScript, Go, Java and Rust through the
+tree-sitter extractor. Both leave cross-file references for `resolve_corpus`.
+"""
+
+from __future__ import annotations
+
+from tribrid.indexing.chunker import ChunkResult
+from tribrid.indexing.python_graph import CorpusLinks, FileGraph, UnresolvedRef, extract_python, resolve_refs
+from tribrid.indexing.treesitter.extract import extract_tree
+from tribrid.indexing.treesitter.resolve import SpecLocator
+from tribrid.indexing.walker import SourceFile
+from tribrid.models import Relation
+
+
+def extract_file(corpus_id: str, source: SourceFile, chunked: ChunkResult) -> FileGraph | None:
+    """Entities and in-file relations of one chunked file; None for languages without a graph
+    (Markdown, plain text, ...) and for Python that did not parse."""
+    if source.language == "python":
+        if chunked.tree is None:
+            return None
+        return extract_python(corpus_id, source, chunked.chunks, chunked.tree)
+    if chunked.syntax_tree is None:
+        return None
+    return extract_tree(corpus_id, source, chunked.chunks, chunked.syntax_tree.root_node)
+
+
+def resolve_corpus(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
+    """Cross-file relations (imports, calls, inherits, references) and what stays unresolved."""
+    others = [g for g in graphs if g.language != "python"]
+    locator = SpecLocator(others)
+    relations: list[Relation] = []
+    unresolved: list[UnresolvedRef] = []
+    rewritten = [locator.rewrite(g, relations, unresolved) for g in others]
+    locator.merge_methods(rewritten)
+    links = resolve_refs(corpus_id, [g for g in graphs if g.language == "python"] + rewritten)
+    return CorpusLinks(list(dict.fromkeys(relations + links.relations)), unresolved + links.unresolved)

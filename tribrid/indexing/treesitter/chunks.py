@@ -1,0 +1,63 @@
+"""Chunks of a tree-sitter parsed file: one per function/method, class headers without their methods,
+module-level code in between; long pieces split into overlapping windows."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from tribrid.config import IndexerConfig
+from tribrid.indexing.chunker import Span, _ChunkBuilder, windows
+from tribrid.indexing.treesitter.outline import Definition, module_of, outline, signature
+
+# Lines that only close a block: a gap made of these alone is not worth a chunk.
+_CLOSERS = frozenset(("", "}", "};", "})", "});", ")", ");", "]", "];", "},"))
+
+
+class TreeChunker:
+    def __init__(self, builder: _ChunkBuilder, cfg: IndexerConfig, language: str) -> None:
+        self.builder = builder
+        self.cfg = cfg
+        self.language = language
+        self.module = module_of(builder.source.path)
+
+    def run(self, root: Node) -> None:
+        members = outline(self.language, root)
+        for definition in members:
+            self._add(definition, self.module, "")
+        header = [f"# module: {self.module}"]
+        for gap in self._gaps((1, len(self.builder.lines)), members):
+            self._add_windows(gap, "module", self.module, header)
+
+    def _add(self, definition: Definition, scope: str, class_path: str) -> None:
+        if definition.owner and not definition.is_impl:  # a Go method: named through its receiver type
+            scope, class_path = f"{self.module}.{definition.owner}", definition.owner
+        symbol = f"{scope}.{definition.name}"
+        header = [f"# class: {class_path}"] if class_path else []
+        header.append(f"# {signature(definition)}")
+        if definition.kind == "function":
+            self._add_windows(definition.lines, "function", symbol, header)
+            return
+        inner_path = f"{class_path}.{definition.name}" if class_path else definition.name
+        for member in definition.members:
+            self._add(member, symbol, inner_path)
+        for gap in self._gaps(definition.lines, definition.members):
+            self._add_windows(gap, "class", symbol, header)
+
+    def _gaps(self, span: Span, members: list[Definition]) -> list[Span]:
+        """Non-blank runs of span's lines outside every member's lines."""
+        gaps: list[Span] = []
+        cursor = span[0]
+        for start, end in sorted(m.lines for m in members):
+            gaps.append((cursor, start - 1))
+            cursor = max(cursor, end + 1)
+        gaps.append((cursor, span[1]))
+        trimmed = [t for g in gaps if g[0] <= g[1] and (t := self.builder.trim(g)) is not None]
+        return [t for t in trimmed if not self._only_closers(t)]
+
+    def _only_closers(self, span: Span) -> bool:
+        lines = self.builder.lines[span[0] - 1 : span[1]]
+        return all(line.strip() in _CLOSERS for line in lines)
+
+    def _add_windows(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
+        for window in windows(span, self.cfg.max_chunk_lines, self.cfg.text_chunk_overlap):
+            self.builder.add(window, kind, symbol, header)

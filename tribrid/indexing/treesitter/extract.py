@@ -1,0 +1,341 @@
+"""Entities and relations of one tree-sitter parsed file (JavaScript, TypeScript, Go, Java, Rust).
+
+Mirrors python_graph: a name links only through what binds it in the file (a definition, an import,
+the receiver `this`/`self` inside a class); names read through an import wait in `FileGraph.pending`
+as `ModuleAttr(<import spec as written>, attrs)` until `graph.resolve_corpus` maps the spec to files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tree_sitter import Node
+
+from tribrid.indexing.python_graph import (
+    Binding,
+    ClassInfo,
+    Definition,
+    FileGraph,
+    MethodLookup,
+    ModuleAttr,
+    PendingRef,
+    Symbolic,
+    UnresolvedRef,
+    edge_to,
+    find_method,
+)
+from tribrid.indexing.treesitter import outline as ol
+from tribrid.indexing.treesitter.parsers import first_line, grammar_name, last_line, text
+from tribrid.indexing.treesitter.syntax import (
+    CONSTRUCTOR_NAMES,
+    IGNORED_CALLS,
+    IMPL_PREFIX,
+    RUST_SELF,
+    SAME_PACKAGE,
+    SELF_NAMES,
+    Call,
+    base_types,
+    calls_in,
+    chain,
+    class_fields,
+    imports,
+    java_package,
+    module_variables,
+)
+from tribrid.indexing.walker import SourceFile
+from tribrid.models import Chunk, Entity, Relation, stable_id
+
+Kind = Literal["calls", "inherits", "references"]
+Outcome = str | Symbolic | None
+
+
+@dataclass(slots=True)
+class _Region:
+    """Code whose calls belong to one entity."""
+
+    owner_id: str
+    node: Node
+    skip: set[tuple[int, int]] = field(default_factory=set)  # byte spans of definitions of their own
+    class_ids: list[str] = field(default_factory=list)  # enclosing classes, innermost first
+    self_names: frozenset[str] = frozenset()
+
+
+def extract_tree(corpus_id: str, source: SourceFile, chunks: list[Chunk], root: Node) -> FileGraph:
+    extractor = _Extractor(corpus_id, source, chunks, root)
+    extractor.run()
+    return extractor.finish()
+
+
+def namespace_of(source: SourceFile, root: Node) -> str:
+    """Where the file's names are visible without an import: its Go directory, its Java package."""
+    if source.language == "go":
+        return source.path.rpartition("/")[0]
+    if source.language == "java":
+        return java_package(root)
+    return ""
+
+
+class _Extractor:
+    def __init__(self, corpus_id: str, source: SourceFile, chunks: list[Chunk], root: Node) -> None:
+        self.corpus_id = corpus_id
+        self.path = source.path
+        self.language = source.language
+        self.grammar = grammar_name(source)
+        self.root = root
+        self.module = ol.module_of(source.path)
+        line_count = max(1, source.text.count("\n") + (0 if source.text.endswith("\n") else 1))
+        self.chunk_at = _chunk_by_line(chunks, line_count)
+        self.types: dict[str, str] = {}
+        self._entities: dict[str, Entity] = {}
+        self.local: dict[str, Binding] = {}  # names the file's code can use: definitions and imports
+        self.class_names: dict[str, str] = {}  # class id -> the type's simple name
+        self.regions: list[_Region] = []
+        self.base_work: list[tuple[str, list[Node]]] = []
+        module_chunk = next((c.chunk_id for c in chunks if c.kind == "module"), "")
+        name = self.module.rsplit("/", 1)[-1]
+        module_id = self._entity("module", name, self.module, (1, line_count), module_chunk)
+        self.graph = FileGraph(
+            self.path, self.module, module_id, [], [], [], language=self.language,
+            namespace=namespace_of(source, root),
+        )  # fmt: skip
+
+    def run(self) -> None:
+        self._imports()
+        for name, node in module_variables(self.language, self.root):
+            self._variable(name, node, self.graph.module_id, self.module, exported=True)
+        definitions = ol.outline(self.language, self.root)
+        for definition in definitions:
+            if not definition.owner:
+                self._define(definition, self.graph.module_id, self.module, [])
+        for definition in definitions:
+            if definition.owner:
+                self._define_owned(definition)
+        for class_id, bases in self.base_work:
+            self._link_bases(class_id, bases)
+        top = {d.bytes for d in definitions}
+        self.regions.append(_Region(self.graph.module_id, self.root, top))
+        for region in self.regions:
+            self._link_calls(region)
+
+    def finish(self) -> FileGraph:
+        self.graph.entities = list(self._entities.values())
+        self.graph.relations = list(dict.fromkeys(self.graph.relations))
+        return self.graph
+
+    # --- definitions -------------------------------------------------------------------------------
+
+    def _imports(self) -> None:
+        for binding in imports(self.language, self.root):
+            entity_name = binding.local or binding.written
+            import_id = self._entity("import", entity_name, binding.written, _span(binding.node))
+            self._relate(self.graph.module_id, import_id, "contains")
+            self.graph.module_imports.append((binding.spec, ""))
+            target = ModuleAttr(binding.spec, binding.attrs)
+            if binding.local:
+                self.local[binding.local] = target
+            if binding.export and binding.local:
+                self.graph.exports[binding.local] = target
+
+    def _define(self, definition: ol.Definition, owner_id: str, prefix: str, classes: list[str]) -> None:
+        if definition.kind == "function":
+            self._function(definition, owner_id, prefix, classes, SELF_NAMES[self.language])
+        else:
+            self._class(definition, owner_id, prefix, classes)
+
+    def _class(self, definition: ol.Definition, owner_id: str, prefix: str, outer: list[str]) -> None:
+        qualified = f"{prefix}.{definition.name}"
+        class_id = self._entity("class", definition.name, qualified, definition.lines)
+        self._relate(owner_id, class_id, "contains")
+        self.types[class_id] = "class"
+        self.graph.classes.setdefault(class_id, ClassInfo())
+        self.class_names[class_id] = definition.name
+        if not outer:
+            self._bind(definition.name, Definition(class_id, "class"))
+        self.base_work.append((class_id, base_types(self.language, definition.node)))
+        for name, node in class_fields(self.language, definition.node):
+            self._variable(name, node, class_id, qualified, exported=False)
+        classes = [class_id, *outer]
+        for member in definition.members:
+            self._define(member, class_id, qualified, classes)
+        members = {m.bytes for m in definition.members}
+        self.regions.append(_Region(class_id, definition.node, members, classes, SELF_NAMES[self.language]))
+
+    def _function(
+        self,
+        definition: ol.Definition,
+        owner_id: str,
+        prefix: str,
+        classes: list[str],
+        self_names: frozenset[str],
+    ) -> None:
+        name = definition.name
+        function_id = self._entity("function", name, f"{prefix}.{name}", definition.lines)
+        self._relate(owner_id, function_id, "contains")
+        if classes:
+            info = self.graph.classes[classes[0]]
+            info.methods.setdefault(name, function_id)
+            if name in CONSTRUCTOR_NAMES or (self.language == "java" and prefix.endswith(f".{name}")):
+                info.methods.setdefault("__init__", function_id)  # what constructing the class runs
+        else:
+            self._bind(name, Definition(function_id, "function"))
+        self.regions.append(_Region(function_id, definition.node, set(), classes, self_names))
+
+    def _define_owned(self, definition: ol.Definition) -> None:
+        """A Go method or a Rust impl block: methods of a type that may be defined elsewhere."""
+        type_name = definition.owner
+        binding = self.local.get(type_name)
+        qualified = f"{self.module}.{type_name}"
+        if isinstance(binding, Definition) and binding.type == "class":
+            class_id = owner_id = binding.entity_id
+        else:  # the type is in another file: the methods hang off the module
+            # keyed IMPL_PREFIX + name; resolve_corpus merges Go ones into the type's class
+            class_id, owner_id = f"{IMPL_PREFIX}{type_name}", self.graph.module_id
+            self.graph.classes.setdefault(class_id, ClassInfo())
+        self.class_names[class_id] = type_name
+        if definition.is_impl:
+            if definition.trait is not None and owner_id == class_id:
+                self.base_work.append((class_id, [definition.trait]))
+            for member in definition.members:
+                self._function(member, owner_id, qualified, [class_id], SELF_NAMES["rust"])
+            members = {m.bytes for m in definition.members}
+            self.regions.append(_Region(owner_id, definition.node, members, [class_id], SELF_NAMES["rust"]))
+        else:
+            receiver = ol.go_receiver(definition.node)[0]
+            self._function(definition, owner_id, qualified, [class_id], frozenset({receiver} - {""}))
+
+    def _variable(self, name: str, node: Node, owner_id: str, prefix: str, exported: bool) -> None:
+        if not name:
+            return
+        var_id = self._entity("variable", name, f"{prefix}.{name}", _span(node))
+        self._relate(owner_id, var_id, "contains")
+        if exported:
+            self._bind(name, Definition(var_id, "variable"))
+
+    def _bind(self, name: str, binding: Definition) -> None:
+        self.local.setdefault(name, binding)
+        self.graph.exports.setdefault(name, binding)
+
+    def _entity(self, type_: str, name: str, qualified: str, span: tuple[int, int], chunk: str = "") -> str:
+        entity_id = stable_id(self.corpus_id, self.path, type_, qualified)
+        if entity_id not in self._entities:  # overloads and redefinitions keep the first
+            self._entities[entity_id] = Entity(
+                entity_id=entity_id,
+                corpus_id=self.corpus_id,
+                type=type_,
+                name=name,
+                qualified_name=qualified,
+                file_path=self.path,
+                start_line=span[0],
+                end_line=span[1],
+                chunk_id=chunk or (self.chunk_at[span[0]] if type_ != "module" else ""),
+            )
+            self.types[entity_id] = type_
+        return entity_id
+
+    def _relate(self, source_id: str, target_id: str, type_: str) -> None:
+        self.graph.relations.append(Relation(source_id, target_id, type_))
+
+    # --- references --------------------------------------------------------------------------------
+
+    def _link_bases(self, class_id: str, bases: list[Node]) -> None:
+        info = self.graph.classes[class_id]
+        for base in bases:
+            parts = chain(base)
+            if not parts:
+                info.bases.append(None)
+                continue
+            outcome = self._resolve(parts, _Region(class_id, base), scoped=False)
+            if isinstance(outcome, str):
+                info.bases.append(outcome if self.types.get(outcome) == "class" else None)
+            else:
+                info.bases.append(outcome if isinstance(outcome, ModuleAttr) else None)
+            self._link(class_id, outcome, "inherits", ".".join(parts))
+
+    def _link_calls(self, region: _Region) -> None:
+        ignored = IGNORED_CALLS.get(self.language, frozenset())
+        for _node, call in calls_in(self.grammar, region.node, region.skip):
+            if len(call.parts) == 1 and call.parts[0] in ignored:
+                continue
+            outcome: Outcome = None
+            if call.implicit_this:
+                outcome = self._implicit_method(call.parts[0], region)
+            if outcome is None:
+                outcome = self._resolve(call.parts, region, call.scoped)
+            self._link(region.owner_id, outcome, "calls", _written(call))
+
+    def _implicit_method(self, name: str, region: _Region) -> Outcome:
+        for class_id in region.class_ids:
+            found = self._method(class_id, name, skip_own=False)
+            if found is not None:
+                return found
+        return None
+
+    def _resolve(self, parts: list[str], region: _Region, scoped: bool) -> Outcome:
+        head, rest = parts[0], tuple(parts[1:])
+        if region.class_ids and head in region.self_names:
+            return self._method(region.class_ids[0], rest[0], skip_own=False) if len(rest) == 1 else None
+        if region.class_ids and head == "super" and self.language != "rust" and len(rest) <= 1:
+            # super.m() is the base's method; super() runs the base's constructor
+            return self._method(region.class_ids[0], rest[0] if rest else "__init__", skip_own=True)
+        binding = self.local.get(head)
+        if isinstance(binding, ModuleAttr):
+            return binding.then(rest)
+        if isinstance(binding, Definition):
+            if not rest:
+                return binding.entity_id
+            if binding.type == "class" and len(rest) == 1:
+                return self._method(binding.entity_id, rest[0], skip_own=False)
+            return None
+        return self._unbound(parts, scoped)
+
+    def _unbound(self, parts: list[str], scoped: bool) -> Outcome:
+        """A name the file does not bind: the package's other files (Go, Java), or a Rust module path."""
+        if self.language == "go" or (self.language == "java" and parts[0][:1].isupper()):
+            return ModuleAttr(SAME_PACKAGE, tuple(parts))
+        if self.language == "rust" and scoped:
+            return ModuleAttr(RUST_SELF, tuple(parts))
+        return None
+
+    def _method(self, class_id: str, name: str, skip_own: bool) -> Outcome:
+        found = find_method(self.graph.classes, self.types, class_id, name, skip_own, None)
+        if isinstance(found, str):
+            return found
+        if found is None and self.language == "go" and not skip_own:
+            # Go methods of a type may sit in any file of its package
+            return ModuleAttr(SAME_PACKAGE, (self.class_names[class_id], name))
+        return None if found is None else MethodLookup(class_id, name, skip_own)
+
+    def _link(self, source_id: str, outcome: Outcome, kind: Kind, written: str) -> None:
+        if isinstance(outcome, str):
+            edge = edge_to(kind, source_id, outcome, self.types, self.graph.classes)
+            if edge is not None:
+                self.graph.relations.append(edge)
+                return
+            outcome = None
+        if outcome is None:
+            if kind != "references":
+                self.graph.unresolved.append(UnresolvedRef(source_id, written, kind))
+            return
+        self.graph.pending.append(PendingRef(source_id, outcome, kind, written))
+
+
+def _written(call: Call) -> str:
+    return ("::" if call.scoped else ".").join(call.parts)
+
+
+def _span(node: Node) -> tuple[int, int]:
+    return first_line(node), last_line(node)
+
+
+def _chunk_by_line(chunks: list[Chunk], line_count: int) -> list[str]:
+    """For each line (index = line number), the first chunk holding it, or ""."""
+    by_line = [""] * (line_count + 2)
+    for chunk in sorted(chunks, key=lambda c: (c.start_line, c.end_line)):
+        for line in range(chunk.start_line, min(chunk.end_line, line_count) + 1):
+            if not by_line[line]:
+                by_line[line] = chunk.chunk_id
+    return by_line
+
+
+__all__ = ["extract_tree", "namespace_of", "text"]
