@@ -81,3 +81,12 @@ DURATION ?= 20
 load: install
 	$(PY) -m bench.load --leg $(LEG) --concurrency $(CONCURRENCY) --duration $(DURATION) \
 		$(if $(filter 1,$(NO_CACHE_WARM)),--no-cache-warm,) $(if $(CORPUS),--corpus $(CORPUS),)
+
+.PHONY: bench
+
+# Fusion gateway benchmark (bench/bench_fusion.py) against the services `make serve` starts: indexes
+# the installed click + rich (or PATH_TO_INDEX=...) if missing, then fused p50/p99/QPS at CONCURRENCY=16,
+# each leg direct, gateway overhead and time-to-answer with a hanging leg; writes bench/results/.
+BENCH_CONCURRENCY ?= 16
+bench: serve
+	$(PY) -m bench.bench_fusion --concurrency $(BENCH_CONCURRENCY) $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)

@@ -64,10 +64,17 @@ async def test_sparse_leg_finds_identifier(stack: Stack, sample_corpus: indexer_
 async def test_graph_leg_finds_callers(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
     matches = await search(stack, "graph", "who calls compute_discount")
     found = symbols(matches)
-    assert found[0] == "shop.pricing.compute_discount"  # the seed itself, hop 0
-    assert "shop.cart.Cart.total_price" in found[:3]  # its caller, one hop away
-    caller = matches[found.index("shop.cart.Cart.total_price")]
+    # "who calls X" follows incoming calls: the caller ranks first, X's own definition below it
+    assert found[0] == "shop.cart.Cart.total_price"  # its caller, one hop away
+    assert "shop.pricing.compute_discount" in found  # the seed itself, hop 0, lower
+    assert found.index("shop.pricing.compute_discount") > 0
+    caller = matches[0]
     assert "hops=1" in caller.explain[0].detail
+    provenance = caller.explain[0].graph
+    assert provenance.seed_entity == "shop.pricing.compute_discount"
+    assert list(provenance.path) == ["shop.pricing.compute_discount", "shop.cart.Cart.total_price"]
+    assert list(provenance.relationship_types) == ["calls"]
+    assert (provenance.hops, provenance.seed_match) == (1, "exact")
 
 
 async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:

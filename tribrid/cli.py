@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tribrid.config import ConfigError, TriBridConfig, load_config
-from tribrid.serve import ALL_SERVICES, ServiceName
+from tribrid.serve import ALL_SERVICES, PROCESS_ALL, ServiceName
 from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
 
@@ -39,6 +39,7 @@ class Which(StrEnum):
     graph = "graph"
     fusion = "fusion"
     indexer = "indexer"
+    bridge = "bridge"
 
 
 def _config() -> TriBridConfig:
@@ -97,7 +98,7 @@ def serve(
     which: Annotated[Which, typer.Argument(help="which service(s) to run")] = Which.all,
     background: Annotated[bool, typer.Option(help="detach, and wait until every service is healthy")] = False,
 ) -> None:
-    """Run gRPC services: all of them in one process, or one."""
+    """Run services: all of them (the gRPC services and the HTTP bridge) in one process, or one."""
     cfg = _config()
     if background:
         _serve_background(cfg, which)
@@ -107,7 +108,7 @@ def serve(
 
     telemetry.setup_logging(cfg.telemetry)
     telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which.value}")
-    names = ALL_SERVICES if which == Which.all else (which.value,)
+    names = PROCESS_ALL if which == Which.all else (which.value,)
     asyncio.run(run(cfg, names))  # type: ignore[arg-type]
 
 
@@ -127,12 +128,15 @@ def _serve_background(cfg: TriBridConfig, which: Which) -> None:
         )
     _pid_file(cfg).write_text(str(proc.pid))
     started = time.monotonic()
-    names: list[ServiceName] = list(ALL_SERVICES) if which == Which.all else [which.value]  # type: ignore[list-item]
+    names: list[ServiceName] = list(PROCESS_ALL) if which == Which.all else [which.value]  # type: ignore[list-item]
     for name in names:
-        if (
-            not asyncio.run(_wait_healthy(cfg.services.address(name), deadline_s=120))
-            or proc.poll() is not None
-        ):
+        address = cfg.services.address(name)
+        wait = (
+            _wait_http(address, deadline_s=120)
+            if name == "bridge"
+            else _wait_healthy(address, deadline_s=120)
+        )
+        if not asyncio.run(wait) or proc.poll() is not None:
             err_console.print(f"[red]services: {name} did not become healthy; see {log_path}[/red]")
             raise typer.Exit(1)
     console.print(
@@ -150,6 +154,21 @@ async def _wait_healthy(address: str, deadline_s: float) -> bool:
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
                     return True
             except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.2)
+    return False
+
+
+async def _wait_http(address: str, deadline_s: float) -> bool:
+    import httpx
+
+    end = time.monotonic() + deadline_s
+    async with httpx.AsyncClient(timeout=1.0) as client:
+        while time.monotonic() < end:
+            try:
+                if (await client.get(f"http://{address}/healthz")).status_code == 200:
+                    return True
+            except httpx.HTTPError:
                 pass
             await asyncio.sleep(0.2)
     return False

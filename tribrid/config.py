@@ -85,20 +85,49 @@ class EmbeddingConfig(_Section):
 
 
 class VectorConfig(_Section):
+    # Must match the operator class of the `chunks_embedding` HNSW index (checked at search time).
     metric: Literal["cosine", "l2", "inner_product"] = "cosine"
     hnsw_m: int = Field(16, ge=2, le=100)
     hnsw_ef_construction: int = Field(64, ge=4, le=1000)
     ef_search: int = Field(100, ge=1, le=1000)
     max_ef_search: int = Field(400, ge=1, le=1000)
+    # Similarity (higher = closer; cosine for unit vectors, whatever the metric) a match needs.
     similarity_threshold: float = Field(0.0, ge=-1.0, le=1.0)
     top_k: int = Field(30, ge=1, le=1000)
+    # Filtered HNSW scans continue (pgvector iterative scan, strict order) up to this many tuples.
+    max_scan_tuples: int = Field(20_000, ge=1, le=10_000_000)
+    # When corpus + filters match at most this many chunks, an exact scan replaces the index.
+    exact_scan_max_rows: int = Field(2000, ge=0, le=1_000_000)
+    # Query-embedding micro-batcher: queries arriving within `query_batch_wait_ms` share one
+    # model call of at most `query_batch_max`; beyond `query_queue_size` waiting, RESOURCE_EXHAUSTED.
+    query_batch_max: int = Field(32, ge=1, le=4096)
+    query_batch_wait_ms: float = Field(2.0, ge=0.0, le=1000.0)
+    query_queue_size: int = Field(256, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _ef_search_within_max(self) -> VectorConfig:
+        if self.ef_search > self.max_ef_search:
+            raise ValueError(
+                f"ef_search ({self.ef_search}) must not exceed max_ef_search ({self.max_ef_search})"
+            )
+        return self
+
+
+SparseQueryMode = Literal["plain", "phrase", "boolean"]
+SPARSE_QUERY_MODES: tuple[SparseQueryMode, ...] = ("plain", "phrase", "boolean")
 
 
 class SparseConfig(_Section):
     bm25_k1: float = Field(1.2, ge=0.0, le=3.0)
     bm25_b: float = Field(0.4, ge=0.0, le=1.0)
     top_k: int = Field(30, ge=1, le=1000)
+    # plain: every query term required (identifier joins are a bonus), relaxed when nothing matches;
+    # phrase: terms adjacent and in order; boolean: websearch syntax ("phrase", OR, -term).
+    query_mode: SparseQueryMode = "plain"
+    # A plain query nothing matches drops up to this many of its rarest terms...
     relax_max_terms: int = Field(2, ge=0, le=10)
+    # ...and, if still nothing, returns chunks holding any of its terms, ranked by BM25.
+    any_term_fallback: bool = True
 
 
 class GraphSearchConfig(_Section):
@@ -110,7 +139,17 @@ class GraphSearchConfig(_Section):
     hop_decay: list[float] = Field(default_factory=lambda: [1.0, 0.8, 0.6, 0.4, 0.3, 0.2])
     max_seeds: int = Field(20, ge=1, le=1000)
     max_expansion: int = Field(500, ge=1, le=100_000)
+    # At most this many neighbours per node per hop (the first by entity id): a dense node can't
+    # explode a traversal.
+    max_fanout: int = Field(50, ge=1, le=100_000)
+    # Relative bonus per natural-log unit of extra supporting paths: x (1 + bonus * ln(paths)).
+    path_bonus: float = Field(0.1, ge=0.0, le=10.0)
+    # Communities (graphstore.communities): computed after a re-index when include_communities;
+    # an entity in the same community as a seed scores x (1 + community_boost).
     community_algorithm: Literal["louvain", "label_propagation"] = "louvain"
+    community_seed: int = 42
+    community_resolution: float = Field(1.0, gt=0.0, le=100.0)
+    community_boost: float = Field(0.1, ge=0.0, le=10.0)
     include_communities: bool = True
 
     @model_validator(mode="after")
@@ -135,6 +174,17 @@ class FusionConfig(_Section):
     final_k: int = Field(10, ge=1, le=1000)
     max_top_k: int = Field(100, ge=1, le=10_000)
     max_query_chars: int = Field(2000, ge=1, le=1_000_000)
+    # At most this many fused matches from one file (0 = no cap).
+    max_chunks_per_file: int = Field(0, ge=0, le=1000)
+    # Graph-expansion stage after fusion: neighbours of the top fused chunks via GraphSearch/ExpandContext.
+    enable_expansion: bool = False
+    expansion_top_n: int = Field(5, ge=1, le=100)
+    # Expanded chunks score below the Nth fused score: discount x that score x their relative graph score.
+    expansion_discount: float = Field(0.5, gt=0.0, lt=1.0)
+    expansion_max_chunks: int = Field(5, ge=1, le=100)
+    expansion_max_hops: int = Field(1, ge=1, le=5)
+    # The stage's own deadline; it is skipped when less than this remains of the caller's deadline.
+    expansion_timeout_ms: int = Field(300, ge=1, le=600_000)
 
     @model_validator(mode="after")
     def _normalize_weights(self) -> FusionConfig:
@@ -154,15 +204,18 @@ class ServicesConfig(_Section):
     sparse_port: int = Field(50062, ge=0, le=65535)
     graph_port: int = Field(50063, ge=0, le=65535)
     indexer_port: int = Field(50064, ge=0, le=65535)
+    # HTTP/JSON bridge (services/bridge) in front of the gateway and the indexer.
+    bridge_port: int = Field(8080, ge=0, le=65535)
     # Where clients find the services; empty = bind_host:port (set these on Kubernetes).
     fusion_address: str = ""
     vector_address: str = ""
     sparse_address: str = ""
     graph_address: str = ""
     indexer_address: str = ""
+    bridge_address: str = ""
     shutdown_grace_s: float = Field(5.0, ge=0)
 
-    def address(self, name: Literal["fusion", "vector", "sparse", "graph", "indexer"]) -> str:
+    def address(self, name: Literal["fusion", "vector", "sparse", "graph", "indexer", "bridge"]) -> str:
         explicit: str = getattr(self, f"{name}_address")
         if explicit:
             return explicit
@@ -189,6 +242,12 @@ class TelemetryConfig(_Section):
     console_exporter: bool = False
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
+    # Plain-text gRPC to the OTLP collector at otlp_endpoint (e.g. "http://otel-collector:4317").
+    otlp_insecure: bool = True
+    # Prometheus /metrics HTTP port per process; 0 = off (tests).
+    metrics_port: int = Field(9464, ge=0, le=65535)
+    # Database spans for every asyncpg query (when tracing is on).
+    instrument_asyncpg: bool = True
 
 
 class TriBridConfig(BaseSettings):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -136,11 +137,19 @@ class ScoredChunk:
     detail: str = ""
 
 
-def to_matches(scored: list[ScoredChunk], leg: common_pb2.Leg.ValueType) -> list[common_pb2.ChunkMatch]:
-    """ChunkMatch messages in rank order, each explaining its rank and raw score in this leg."""
+def to_matches(
+    scored: list[ScoredChunk],
+    leg: common_pb2.Leg.ValueType,
+    graph_provenance: Mapping[str, common_pb2.GraphProvenance] | None = None,
+) -> list[common_pb2.ChunkMatch]:
+    """ChunkMatch messages in rank order, each explaining its rank and raw score in this leg.
+
+    graph_provenance (graph leg): chunk id -> how the graph reached it, put in LegExplain.graph.
+    """
     matches = []
     for rank, item in enumerate(scored, start=1):
         c = item.chunk
+        provenance = graph_provenance.get(c.chunk_id) if graph_provenance else None
         matches.append(
             common_pb2.ChunkMatch(
                 chunk_id=c.chunk_id,
@@ -154,7 +163,11 @@ def to_matches(scored: list[ScoredChunk], leg: common_pb2.Leg.ValueType) -> list
                 leg=leg,
                 symbol=c.symbol,
                 kind=c.kind,
-                explain=[common_pb2.LegExplain(leg=leg, rank=rank, raw_score=item.score, detail=item.detail)],
+                explain=[
+                    common_pb2.LegExplain(
+                        leg=leg, rank=rank, raw_score=item.score, detail=item.detail, graph=provenance
+                    )
+                ],
             )
         )
     return matches

@@ -8,14 +8,17 @@ from typing import Literal
 
 import asyncpg
 
+from tribrid import telemetry
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, get_embedder
 from tribrid.graphstore import GraphStore, open_graph_store
-from tribrid.server import RunningServer, ServiceSpec, serve_until_signal, start_server
+from tribrid.server import RunningServer, ServiceSpec, Stoppable, serve_until_signal, start_server
 from tribrid.stores.postgres import create_pool
 
-ServiceName = Literal["vector", "sparse", "graph", "fusion", "indexer"]
+ServiceName = Literal["vector", "sparse", "graph", "fusion", "indexer", "bridge"]
+# The gRPC services (what tests start in-process); `tribrid serve all` adds the HTTP bridge.
 ALL_SERVICES: tuple[ServiceName, ...] = ("vector", "sparse", "graph", "indexer", "fusion")
+PROCESS_ALL: tuple[ServiceName, ...] = (*ALL_SERVICES, "bridge")
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,9 @@ class Resources:
 
     def graph(self) -> GraphStore:
         if self._graph is None:
-            self._graph = open_graph_store(self.cfg.graph_store)
+            # every graph-store call gets a database span (a no-op when tracing is off)
+            store = open_graph_store(self.cfg.graph_store)
+            self._graph = telemetry.traced_graph_store(store, self.cfg.graph_store.backend)
         return self._graph
 
     def embedder(self) -> Embedder:
@@ -74,15 +79,31 @@ async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
 async def start_services(
     cfg: TriBridConfig, names: tuple[ServiceName, ...], res: Resources
 ) -> dict[ServiceName, RunningServer]:
-    """Start each named service on its configured port (0 = any free port)."""
+    """Start each named gRPC service on its configured port (0 = any free port); see start_bridge."""
     running: dict[ServiceName, RunningServer] = {}
     for name in names:
+        if name == "bridge":
+            continue
         if name == "fusion":  # the gateway must reach legs started here, even on ephemeral ports
             res.cfg = _with_leg_addresses(res.cfg, running)
         spec = await build_spec(name, res)
         port: int = getattr(cfg.services, f"{name}_port")
         running[name] = await start_server([spec], cfg.services.bind_host, port)
     return running
+
+
+async def start_bridge(cfg: TriBridConfig, running: dict[ServiceName, RunningServer]) -> Stoppable:
+    """The HTTP/JSON bridge, pointed at the gateway and indexer (those started here, or configured)."""
+    from services.bridge.service import start_bridge as start_http_bridge
+
+    cfg = _with_leg_addresses(cfg, running)
+    return await start_http_bridge(
+        cfg,
+        cfg.services.bind_host,
+        cfg.services.bridge_port,
+        cfg.services.address("fusion"),
+        cfg.services.address("indexer"),
+    )
 
 
 def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningServer]) -> TriBridConfig:
@@ -97,8 +118,12 @@ def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningSe
 async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
     res = Resources(cfg)
     try:
+        telemetry.start_metrics_server(cfg.telemetry)
         running = await start_services(cfg, names, res)
-        log.info("ready", extra={"ports": {n: s.port for n, s in running.items()}})
-        await serve_until_signal(list(running.values()), cfg.services.shutdown_grace_s)
+        servers: dict[str, Stoppable] = {str(n): s for n, s in running.items()}
+        if "bridge" in names:
+            servers["bridge"] = await start_bridge(res.cfg, running)
+        log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
+        await serve_until_signal(list(servers.values()), cfg.services.shutdown_grace_s)
     finally:
         await res.close()

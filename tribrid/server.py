@@ -7,6 +7,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -62,7 +63,15 @@ async def start_server(specs: Sequence[ServiceSpec], host: str, port: int) -> Ru
     return RunningServer(server=server, port=bound, health=health_servicer, specs=specs)
 
 
-async def serve_until_signal(servers: Sequence[RunningServer], grace_s: float) -> None:
+class Stoppable(Protocol):
+    """Anything the runner stops on a signal: gRPC servers and the HTTP bridge."""
+
+    port: int
+
+    async def stop(self, grace_s: float) -> None: ...
+
+
+async def serve_until_signal(servers: Sequence[Stoppable], grace_s: float) -> None:
     """Block until SIGTERM/SIGINT, then drain in-flight calls and stop every server."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,14 +1,25 @@
-"""Structured logging and OpenTelemetry tracing, set up once per process."""
+"""Structured logging, OpenTelemetry tracing and Prometheus metrics, set up once per process.
+
+Tracing: every gRPC server and client carries OpenTelemetry interceptors, so a gateway call's leg
+spans are children of the gateway's server span; asyncpg queries get database spans
+(opentelemetry-instrumentation-asyncpg) and graph-store calls get hand-made spans (`graph_span`,
+`traced_graph_store`). Metrics: `METRICS` below, served on `TelemetryConfig.metrics_port`.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
 
 import grpc
+import prometheus_client
 from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
 from opentelemetry.sdk.resources import Resource
@@ -64,14 +75,26 @@ def setup_tracing(cfg: TelemetryConfig, service_name: str | None = None) -> None
             OTLPSpanExporter,
         )
 
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=cfg.otlp_endpoint)))
+        exporter = OTLPSpanExporter(endpoint=cfg.otlp_endpoint, insecure=cfg.otlp_insecure)
+        provider.add_span_processor(BatchSpanProcessor(exporter))
     if cfg.console_exporter:
         provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
     trace.set_tracer_provider(provider)
+    if cfg.instrument_asyncpg:
+        instrument_asyncpg()
+
+
+def instrument_asyncpg() -> None:
+    """Database spans (db.system=postgresql, db.statement) for every asyncpg query in this process."""
+    from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+
+    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
+    if not instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.instrument()
 
 
 def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
-    return [aio_server_interceptor()]  # type: ignore[no-untyped-call]
+    return [aio_server_interceptor(), MetricsServerInterceptor()]  # type: ignore[no-untyped-call]
 
 
 def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
@@ -79,3 +102,216 @@ def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
 
 
 tracer = trace.get_tracer("tribrid")
+
+
+# --- hand-made spans ------------------------------------------------------------------------------
+
+
+@contextmanager
+def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
+    """A child span of the current one; None-valued attributes are left out."""
+    with tracer.start_as_current_span(name) as current:
+        for key, value in attributes.items():
+            if value is not None:
+                current.set_attribute(f"tribrid.{key}", value)
+        yield current
+
+
+@contextmanager
+def graph_span(operation: str, corpus: str | None = None, **attributes: Any) -> Iterator[trace.Span]:
+    """A database span around one graph-store call (FalkorDB/Neo4j have no OpenTelemetry plugin)."""
+    with tracer.start_as_current_span(f"graphstore.{operation}", kind=trace.SpanKind.CLIENT) as current:
+        current.set_attribute("db.system", "graph")
+        current.set_attribute("db.operation", operation)
+        if corpus is not None:
+            current.set_attribute("tribrid.corpus", corpus)
+        for key, value in attributes.items():
+            if value is not None:
+                current.set_attribute(f"tribrid.{key}", value)
+        yield current
+
+
+T = TypeVar("T")
+
+
+def traced_graph_store(store: T, backend: str) -> T:
+    """`store` with every public coroutine method wrapped in a `graph_span` (a transparent proxy)."""
+    return cast(T, _TracedGraphStore(store, backend))
+
+
+class _TracedGraphStore:
+    def __init__(self, inner: Any, backend: str) -> None:
+        self._inner = inner
+        self._backend = backend
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name.startswith("_") or not inspect.iscoroutinefunction(attr):
+            return attr
+
+        @functools.wraps(attr)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            corpus = kwargs.get("corpus_id", args[0] if args and isinstance(args[0], str) else None)
+            with graph_span(name, corpus, backend=self._backend) as current:
+                result = await attr(*args, **kwargs)
+                if isinstance(result, list | tuple):
+                    current.set_attribute("tribrid.hits", len(result))
+                return result
+
+        return call
+
+
+# --- Prometheus metrics ---------------------------------------------------------------------------
+
+_LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """Every metric this project exports (one registry per process)."""
+
+    def __init__(self, registry: prometheus_client.CollectorRegistry) -> None:
+        self.registry = registry
+        self.requests = prometheus_client.Counter(
+            "tribrid_grpc_requests_total",
+            "gRPC requests served, by method and status code",
+            ["method", "code"],
+            registry=registry,
+        )
+        self.request_latency = prometheus_client.Histogram(
+            "tribrid_grpc_request_duration_seconds",
+            "gRPC request latency as served, by method",
+            ["method"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.leg_latency = prometheus_client.Histogram(
+            "tribrid_leg_duration_seconds",
+            "Gateway-observed latency of each leg call, by leg and status",
+            ["leg", "status"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.leg_requests = prometheus_client.Counter(
+            "tribrid_leg_requests_total",
+            "Gateway leg calls, by leg and status (ok, timeout, error)",
+            ["leg", "status"],
+            registry=registry,
+        )
+        self.leg_timeouts = prometheus_client.Counter(
+            "tribrid_leg_timeouts_total", "Leg calls dropped at their deadline", ["leg"], registry=registry
+        )
+        self.partial = prometheus_client.Counter(
+            "tribrid_fusion_partial_responses_total",
+            "Fused answers missing at least one enabled leg",
+            registry=registry,
+        )
+        self.fusion_time = prometheus_client.Histogram(
+            "tribrid_fusion_merge_duration_seconds",
+            "Time spent fusing the legs' answers (after the fan-out)",
+            buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1),
+            registry=registry,
+        )
+        self.gateway_latency = prometheus_client.Histogram(
+            "tribrid_fusion_search_duration_seconds",
+            "End-to-end gateway search time, by status code",
+            ["code"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.http_requests = prometheus_client.Counter(
+            "tribrid_http_requests_total",
+            "HTTP bridge requests, by route and HTTP status",
+            ["route", "status"],
+            registry=registry,
+        )
+        self.http_latency = prometheus_client.Histogram(
+            "tribrid_http_request_duration_seconds",
+            "HTTP bridge latency, by route",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+
+
+METRICS = Metrics(prometheus_client.REGISTRY)
+_metrics_port: int | None = None
+
+
+def start_metrics_server(cfg: TelemetryConfig, host: str = "0.0.0.0") -> int | None:
+    """Serve /metrics on cfg.metrics_port (0 = off); once per process. Returns the port."""
+    global _metrics_port
+    if cfg.metrics_port == 0 or _metrics_port is not None:
+        return _metrics_port
+    try:
+        prometheus_client.start_http_server(cfg.metrics_port, addr=host)
+    except OSError as err:  # e.g. two services started separately on one host: keep serving
+        logging.getLogger(__name__).warning(
+            "metrics port unavailable", extra={"port": cfg.metrics_port, "error": str(err)}
+        )
+        return None
+    _metrics_port = cfg.metrics_port
+    return _metrics_port
+
+
+def _code_of(context: grpc.aio.ServicerContext, err: BaseException | None) -> str:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return str(code.name)
+    if isinstance(code, int):  # some grpcio versions report the raw integer
+        return str(next((c.name for c in grpc.StatusCode if c.value[0] == code), "UNKNOWN"))
+    return "OK" if err is None else "UNKNOWN"
+
+
+class MetricsServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Counts and times unary-request RPCs (streaming-request ones, e.g. health Watch, pass through)."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming:
+            return handler
+        method = str(handler_call_details.method)
+        if method.startswith(("/grpc.health", "/grpc.reflection")):
+            return handler
+
+        def done(context: grpc.aio.ServicerContext, started: float, err: BaseException | None) -> None:
+            METRICS.requests.labels(method, _code_of(context, err)).inc()
+            METRICS.request_latency.labels(method).observe(time.perf_counter() - started)
+
+        if handler.unary_unary is not None:
+            inner_uu = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                started, err = time.perf_counter(), None
+                try:
+                    return await inner_uu(request, context)
+                except BaseException as exc:
+                    err = exc
+                    raise
+                finally:
+                    done(context, started, err)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.unary_stream is not None:
+            inner_us = handler.unary_stream
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                started, err = time.perf_counter(), None
+                try:
+                    async for item in inner_us(request, context):
+                        yield item
+                except BaseException as exc:
+                    err = exc
+                    raise
+                finally:
+                    done(context, started, err)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream, handler.request_deserializer, handler.response_serializer
+            )
+        return handler

@@ -6,7 +6,7 @@ Pure functions over ranked lists, so they can be checked against hand-computed e
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -26,6 +26,7 @@ class LegContribution:
     rank: int  # 1-based; 0 = absent from that leg
     raw_score: float
     normalized: float  # the leg's term in the fused score, before weighting
+    contribution: float = 0.0  # weight x normalized: this leg's share of the fused score
 
 
 @dataclass(slots=True)
@@ -48,7 +49,8 @@ def normalize_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 def _order(fused: dict[str, Fused]) -> list[Fused]:
     # Deterministic ties: higher score, then the better best rank, then the item id.
-    return sorted(fused.values(), key=lambda f: (-f.score, f.best_rank, f.item_id))
+    # (rounded, so float summation order cannot split equal scores)
+    return sorted(fused.values(), key=lambda f: (-round(f.score, 12), f.best_rank, f.item_id))
 
 
 def _absent(legs: Sequence[str], fused: dict[str, Fused]) -> None:
@@ -71,14 +73,15 @@ def rrf(results: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k
                 continue  # a leg listing an item twice counts it once, at its best rank
             item.score += norm[leg] * term
             item.best_rank = min(item.best_rank, rank)
-            item.contributions[leg] = LegContribution(rank=rank, raw_score=hit.score, normalized=term)
+            item.contributions[leg] = LegContribution(rank, hit.score, term, norm[leg] * term)
     _absent(list(results), fused)
     return _order(fused)
 
 
 def normalize_scores(scores: Sequence[float], method: Normalization) -> list[float]:
-    """Per-leg score normalization. min_max maps to [0,1]; z_score follows Qdrant's DBSF
-    (mean ± 3 standard deviations mapped to [0,1], clipped); all-equal scores map to 1.0."""
+    """Per-leg score normalization. min_max maps to [0,1]; z_score follows Qdrant's DBSF:
+    z = (s - mean) / (3 * std), clipped to [-1, 1], then shifted to [0, 1] as (z + 1) / 2
+    (i.e. mean ± 3 standard deviations map to 0 and 1); all-equal scores map to 1.0."""
     if not scores or method == "none":
         return list(scores)
     if method == "min_max":
@@ -108,6 +111,20 @@ def weighted(
                 continue
             item.score += norm[leg] * value
             item.best_rank = min(item.best_rank, rank)
-            item.contributions[leg] = LegContribution(rank=rank, raw_score=hit.score, normalized=value)
+            item.contributions[leg] = LegContribution(rank, hit.score, value, norm[leg] * value)
     _absent(list(results), fused)
     return _order(fused)
+
+
+def cap_per_file(fused: Sequence[Fused], file_of: Callable[[str], str], max_per_file: int) -> list[Fused]:
+    """Keep at most `max_per_file` items from any one file (0 = no cap), preserving the order."""
+    if max_per_file <= 0:
+        return list(fused)
+    seen: dict[str, int] = {}
+    kept = []
+    for item in fused:
+        path = file_of(item.item_id)
+        if seen.get(path, 0) < max_per_file:
+            seen[path] = seen.get(path, 0) + 1
+            kept.append(item)
+    return kept

@@ -1,0 +1,63 @@
+"""Run the bridge app under uvicorn inside the service runner's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+
+from services.bridge.app import create_app
+from tribrid.config import TriBridConfig
+
+log = logging.getLogger(__name__)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the service runner owns SIGTERM/SIGINT."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class BridgeServer:
+    """A running bridge: its bound port, and a graceful stop (same shape as RunningServer)."""
+
+    def __init__(self, server: _Server, task: asyncio.Task[None], port: int) -> None:
+        self._server = server
+        self._task = task
+        self.port = port
+
+    async def stop(self, grace_s: float) -> None:
+        self._server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout=grace_s + 1)
+        except TimeoutError:
+            self._server.force_exit = True
+            await self._task
+
+
+async def start_bridge(
+    cfg: TriBridConfig, host: str, port: int, fusion_address: str, indexer_address: str
+) -> BridgeServer:
+    """Serve the bridge on host:port (0 = a free port) until stopped."""
+    app = create_app(fusion_address, indexer_address, search_timeout_s=cfg.fusion.default_deadline_ms / 1000)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            await task  # re-raise why it could not start
+            raise RuntimeError("bridge stopped during start-up")
+        await asyncio.sleep(0.01)
+    bound = int(sock.getsockname()[1])
+    log.info("serving", extra={"services": ["bridge"], "address": f"http://{host}:{bound}"})
+    return BridgeServer(server, task, bound)

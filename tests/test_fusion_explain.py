@@ -1,0 +1,332 @@
+"""Fusion explain data and the gateway's post-fusion stages, against hand-computed examples."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from services.fusion.fuse import Fused, Ranked, cap_per_file, normalize_scores, rrf, weighted
+from services.fusion.gateway import Gateway, LegClient
+from tests.conftest import SAMPLE_CORPUS, Stack
+from tribrid.server import RunningServer, ServiceSpec, start_server
+from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, graph_pb2, graph_pb2_grpc, indexer_pb2
+
+# --- pure math ------------------------------------------------------------------------------------
+
+
+def test_single_result_rrf_and_weighted() -> None:
+    (only,) = rrf({"a": [Ranked("x", 7.0)]}, {"a": 0.4}, k=60)
+    assert only.score == pytest.approx(1 / 61)  # the lone leg's weight renormalizes to 1
+    c = only.contributions["a"]
+    assert (c.rank, c.raw_score, c.contribution) == (1, 7.0, only.score)
+    assert c.normalized == pytest.approx(1 / 61)
+    for method in ("min_max", "z_score"):
+        (alone,) = weighted({"a": [Ranked("x", 7.0)]}, {"a": 0.4}, method)  # type: ignore[arg-type]
+        assert alone.score == pytest.approx(1.0)
+    (raw,) = weighted({"a": [Ranked("x", 7.0)]}, {"a": 0.4}, "none")
+    assert raw.score == pytest.approx(7.0)
+
+
+def test_all_equal_scores() -> None:
+    legs = {"a": [Ranked("x", 0.5), Ranked("y", 0.5)], "b": [Ranked("y", 2.0), Ranked("x", 2.0)]}
+    for method in ("min_max", "z_score"):
+        fused = weighted(legs, {"a": 1, "b": 1}, method)  # type: ignore[arg-type]
+        # equal scores normalize to 1.0 in both legs: a tie, broken by best rank then id
+        assert [f.score for f in fused] == pytest.approx([1.0, 1.0])
+        assert [f.item_id for f in fused] == ["x", "y"]
+    # RRF: x is rank 1 + rank 2, y is rank 2 + rank 1 -> equal sums, best rank 1 each, id order
+    assert [f.item_id for f in rrf(legs, {"a": 1, "b": 1}, k=60)] == ["x", "y"]
+
+
+def test_weight_renormalization_and_contributions() -> None:
+    legs = {"a": [Ranked("x", 1.0), Ranked("y", 0.5)], "b": [Ranked("y", 9.0)], "c": [Ranked("z", 3.0)]}
+    fused = rrf(legs, {"a": 2.0, "b": 1.0, "c": 1.0}, k=10)
+    by_id = {f.item_id: f for f in fused}
+    # weights 2:1:1 -> 0.5, 0.25, 0.25
+    assert by_id["x"].score == pytest.approx(0.5 / 11)
+    assert by_id["y"].score == pytest.approx(0.5 / 12 + 0.25 / 11)
+    assert by_id["z"].score == pytest.approx(0.25 / 11)
+    for item in fused:
+        assert sum(c.contribution for c in item.contributions.values()) == pytest.approx(item.score)
+        assert set(item.contributions) == {"a", "b", "c"}
+    assert by_id["x"].contributions["b"].rank == 0  # absent
+    assert by_id["y"].contributions["b"].normalized == pytest.approx(1 / 11)
+    assert by_id["y"].contributions["b"].contribution == pytest.approx(0.25 / 11)
+    # dropping leg c (disabled or failed) renormalizes a and b to 2/3, 1/3
+    two = {f.item_id: f.score for f in rrf({"a": legs["a"], "b": legs["b"]}, {"a": 2.0, "b": 1.0}, k=10)}
+    assert two["x"] == pytest.approx((2 / 3) / 11)
+
+
+def test_weighted_z_score_is_dbsf() -> None:
+    # scores 1, 2, 3, 10: mean 4, population std sqrt(12.5); DBSF: clip((s-mean)/(3 std), -1, 1) -> [0, 1]
+    scores = [10.0, 3.0, 2.0, 1.0]
+    std = 12.5**0.5
+    expected = [min(1.0, max(-1.0, (s - 4) / (3 * std))) / 2 + 0.5 for s in scores]
+    assert normalize_scores(scores, "z_score") == pytest.approx(expected)
+    legs = {"a": [Ranked(str(i), s) for i, s in enumerate(scores)], "b": [Ranked("3", 5.0)]}
+    fused = {f.item_id: f for f in weighted(legs, {"a": 3, "b": 1}, "z_score")}
+    assert fused["3"].score == pytest.approx(0.75 * expected[3] + 0.25 * 1.0)
+    assert fused["3"].contributions["a"].contribution == pytest.approx(0.75 * expected[3])
+
+
+def test_tie_order_is_deterministic() -> None:
+    # three legs, equal weights: every item has the same multiset of ranks -> the same score
+    legs = {
+        "a": [Ranked("p", 1), Ranked("q", 1), Ranked("r", 1)],
+        "b": [Ranked("q", 1), Ranked("r", 1), Ranked("p", 1)],
+        "c": [Ranked("r", 1), Ranked("p", 1), Ranked("q", 1)],
+    }
+    orders = {tuple(f.item_id for f in rrf(dict(reversed(list(legs.items()))), dict.fromkeys(legs, 1), 60))}
+    orders.add(tuple(f.item_id for f in rrf(legs, dict.fromkeys(legs, 1), 60)))
+    assert orders == {("p", "q", "r")}
+
+
+def test_dedup_within_and_across_legs() -> None:
+    # a leg listing an item twice counts it once at its best rank; across legs it is one fused item
+    fused = rrf(
+        {"a": [Ranked("x", 3), Ranked("x", 2), Ranked("y", 1)], "b": [Ranked("x", 1)]}, {"a": 1, "b": 1}, 60
+    )
+    assert [f.item_id for f in fused] == ["x", "y"]
+    assert fused[0].contributions["a"].rank == 1
+    assert fused[0].score == pytest.approx(0.5 / 61 + 0.5 / 61)
+    assert fused[1].score == pytest.approx(0.5 / 63)
+
+
+def test_max_chunks_per_file() -> None:
+    items = [Fused(i, 1.0 - n / 10, n + 1) for n, i in enumerate(["a1", "a2", "b1", "a3", "b2", "c1"])]
+    file_of = {"a1": "a.py", "a2": "a.py", "a3": "a.py", "b1": "b.py", "b2": "b.py", "c1": "c.py"}.__getitem__
+    assert [f.item_id for f in cap_per_file(items, file_of, 1)] == ["a1", "b1", "c1"]
+    assert [f.item_id for f in cap_per_file(items, file_of, 2)] == ["a1", "a2", "b1", "b2", "c1"]
+    assert [f.item_id for f in cap_per_file(items, file_of, 0)] == [f.item_id for f in items]
+
+
+# --- through the gateway, on the real stack ----------------------------------------------------------
+
+
+async def fused_search(stack: Stack, request: common_pb2.SearchRequest) -> fusion_pb2.FusionSearchResponse:
+    async with stack.channel("fusion") as channel:
+        reply: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
+            request, timeout=30
+        )
+        return reply
+
+
+async def test_explain_carries_rank_raw_normalized_contribution(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    for method, normalization in (("rrf", "min_max"), ("weighted", "min_max"), ("weighted", "z_score")):
+        overrides = common_pb2.SearchOverrides(fusion_method=method, normalization=normalization)
+        reply = await fused_search(
+            stack,
+            common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart total price", overrides=overrides),
+        )
+        assert reply.fusion_method == method
+        assert reply.matches
+        answered = {r.leg for r in reply.legs if r.status == fusion_pb2.LEG_STATUS_OK}
+        assert answered
+        scores = [m.score for m in reply.matches]
+        assert scores == sorted(scores, reverse=True)
+        assert len({m.chunk_id for m in reply.matches}) == len(reply.matches)  # deduplicated
+        for match in reply.matches:
+            assert {e.leg for e in match.explain} == answered  # every answering leg, present or not
+            assert sum(e.contribution for e in match.explain) == pytest.approx(match.score)
+            for e in match.explain:
+                if e.rank == 0:
+                    assert e.contribution == 0 and e.raw_score == 0
+            present = [e for e in match.explain if e.rank]
+            assert present and match.leg == min(present, key=lambda e: (e.rank, e.leg)).leg
+            assert not match.expanded
+
+
+async def test_overrides_renormalize_weights_and_disable_legs(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    overrides = common_pb2.SearchOverrides(
+        enable_graph=False, vector_weight=3, sparse_weight=1, graph_weight=50
+    )
+    reply = await fused_search(
+        stack,
+        common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number", overrides=overrides),
+    )
+    status = {r.leg: r.status for r in reply.legs}
+    assert status[common_pb2.LEG_GRAPH] == fusion_pb2.LEG_STATUS_DISABLED
+    answered = {leg for leg, st in status.items() if st == fusion_pb2.LEG_STATUS_OK}
+    assert reply.partial == (len(answered) < 2)  # a disabled leg is not a missing answer
+    raw = {common_pb2.LEG_VECTOR: 3.0, common_pb2.LEG_SPARSE: 1.0}
+    weights = {leg: w / sum(raw[a] for a in answered) for leg, w in raw.items() if leg in answered}
+    for match in reply.matches:
+        terms = {e.leg: e for e in match.explain}
+        assert set(terms) == answered
+        expected = sum(weights[leg] / (60 + e.rank) for leg, e in terms.items() if e.rank)
+        assert match.score == pytest.approx(expected)
+
+
+async def test_max_chunks_per_file_and_final_k(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart price discount payment", top_k=8)
+    uncapped = await fused_search(stack, request)
+    assert len(uncapped.matches) <= 8
+    request.overrides.max_chunks_per_file = 1
+    capped = await fused_search(stack, request)
+    files = [m.file_path for m in capped.matches]
+    assert len(files) == len(set(files))
+    # the cap keeps fused order: the capped list is the first chunk of each file, in order
+    first_per_file: dict[str, str] = {}
+    for m in uncapped.matches:
+        first_per_file.setdefault(m.file_path, m.chunk_id)
+    assert [m.chunk_id for m in capped.matches][: len(first_per_file)][:2] == list(first_per_file.values())[
+        :2
+    ]
+    default_k = await fused_search(stack, common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"))
+    assert len(default_k.matches) <= stack.cfg.fusion.final_k
+
+
+# --- graph expansion ----------------------------------------------------------------------------------
+
+
+class FakeExpander(graph_pb2_grpc.GraphSearchServicer):
+    """Stands in for GraphSearch/ExpandContext: returns fixed neighbours (one already fused)."""
+
+    def __init__(self, neighbours: list[common_pb2.ChunkMatch], delay_s: float = 0.0) -> None:
+        self.neighbours = neighbours
+        self.delay_s = delay_s
+        self.requests: list[graph_pb2.ExpandContextRequest] = []
+
+    async def ExpandContext(
+        self, request: graph_pb2.ExpandContextRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.SearchResponse:
+        self.requests.append(request)
+        await asyncio.sleep(self.delay_s)
+        return common_pb2.SearchResponse(matches=self.neighbours)
+
+
+@pytest.fixture
+async def expander_server() -> AsyncIterator[tuple[FakeExpander, RunningServer]]:
+    fake = FakeExpander([])  # type: ignore[abstract]  # only ExpandContext is served
+    spec = ServiceSpec(
+        "tribrid.v1.GraphSearch", lambda s: graph_pb2_grpc.add_GraphSearchServicer_to_server(fake, s)
+    )
+    server = await start_server([spec], "127.0.0.1", 0)
+    yield fake, server
+    await server.stop(0)
+
+
+def gateway_with_graph(stack: Stack, graph_port: int) -> Gateway:
+    """Real vector and sparse legs; `graph` (leg search and ExpandContext) at graph_port."""
+    legs = {
+        "vector": LegClient("vector", f"127.0.0.1:{stack.servers['vector'].port}"),
+        "sparse": LegClient("sparse", f"127.0.0.1:{stack.servers['sparse'].port}"),
+        "graph": LegClient("graph", f"127.0.0.1:{graph_port}"),
+    }
+    return Gateway(stack.cfg, legs)
+
+
+async def test_expansion_adds_discounted_neighbours(
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    expander_server: tuple[FakeExpander, RunningServer],
+) -> None:
+    fake, server = expander_server
+    gateway = gateway_with_graph(stack, server.port)
+    base = common_pb2.SearchRequest(
+        corpus_id=SAMPLE_CORPUS,
+        query="validate_card_number",
+        top_k=3,
+        overrides=common_pb2.SearchOverrides(enable_graph=False),
+    )
+    plain = await gateway.search(base, remaining_s=10)
+    fake.neighbours = [
+        common_pb2.ChunkMatch(chunk_id="n-1", corpus_id=SAMPLE_CORPUS, file_path="x.py", score=2.0),
+        common_pb2.ChunkMatch(chunk_id=plain.matches[0].chunk_id, score=9.0),  # already present: skipped
+        common_pb2.ChunkMatch(chunk_id="n-2", corpus_id=SAMPLE_CORPUS, file_path="y.py", score=1.0),
+    ]
+    request = common_pb2.SearchRequest()
+    request.CopyFrom(base)
+    request.overrides.enable_expansion = True
+    request.overrides.expansion_top_n = 2
+    reply = await gateway.search(request, remaining_s=10)
+    await gateway.close()
+
+    assert list(fake.requests[-1].chunk_ids) == [m.chunk_id for m in reply.matches[:2]]
+    fused, expanded = reply.matches[:3], reply.matches[3:]
+    assert [m.chunk_id for m in fused] == [m.chunk_id for m in plain.matches]
+    assert [m.chunk_id for m in expanded] == ["n-1", "n-2"]
+    nth = reply.matches[1].score  # the Nth (2nd) fused score
+    discount = stack.cfg.fusion.expansion_discount
+    assert expanded[0].score == pytest.approx(nth * discount)
+    assert expanded[1].score == pytest.approx(nth * discount * 0.5)
+    for m in expanded:
+        assert m.expanded and m.leg == common_pb2.LEG_EXPANSION and m.score < nth
+        assert [e.leg for e in m.explain] == [common_pb2.LEG_EXPANSION]
+        assert m.explain[0].contribution == pytest.approx(m.score)
+    report = next(r for r in reply.legs if r.leg == common_pb2.LEG_EXPANSION)
+    assert report.status == fusion_pb2.LEG_STATUS_OK and report.hits == 2
+    # expansion is not a leg: partial only reflects the legs (here: whether sparse answered)
+    sparse = next(r for r in reply.legs if r.leg == common_pb2.LEG_SPARSE)
+    assert reply.partial == (sparse.status != fusion_pb2.LEG_STATUS_OK)
+
+
+async def test_expansion_skipped_when_deadline_is_short(
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    expander_server: tuple[FakeExpander, RunningServer],
+) -> None:
+    fake, server = expander_server
+    gateway = gateway_with_graph(stack, server.port)
+    request = common_pb2.SearchRequest(
+        corpus_id=SAMPLE_CORPUS,
+        query="cart",
+        overrides=common_pb2.SearchOverrides(enable_graph=False, enable_expansion=True),
+    )
+    budget_s = stack.cfg.fusion.expansion_timeout_ms / 1000
+    # the legs get the whole deadline minus the merge reserve; what is left is below the expansion budget
+    reply = await gateway.search(request, remaining_s=budget_s * 0.9)
+    await gateway.close()
+    report = next(r for r in reply.legs if r.leg == common_pb2.LEG_EXPANSION)
+    assert report.status == fusion_pb2.LEG_STATUS_TIMEOUT and "skipped" in report.error
+    assert not fake.requests
+    assert reply.matches and not any(m.expanded for m in reply.matches)
+
+
+async def test_expansion_degrades_when_graph_cannot_expand(
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    expander_server: tuple[FakeExpander, RunningServer],
+) -> None:
+    # against the real graph service: whether or not ExpandContext is implemented yet, the fused answer
+    # stays and the expansion stage reports what happened
+    reply = await fused_search(
+        stack,
+        common_pb2.SearchRequest(
+            corpus_id=SAMPLE_CORPUS,
+            query="validate_card_number",
+            overrides=common_pb2.SearchOverrides(enable_expansion=True),
+        ),
+    )
+    report = next(r for r in reply.legs if r.leg == common_pb2.LEG_EXPANSION)
+    assert reply.matches[0].symbol == "shop.payment.validate_card_number"
+    if report.status == fusion_pb2.LEG_STATUS_OK:
+        fused_ids = [m.chunk_id for m in reply.matches if not m.expanded]
+        assert all(m.chunk_id not in fused_ids for m in reply.matches if m.expanded)
+    else:
+        assert report.status == fusion_pb2.LEG_STATUS_ERROR and report.error
+        assert not any(m.expanded for m in reply.matches)
+    # a slow expander is cut at the expansion budget, not the caller's deadline
+    fake, server = expander_server
+    fake.delay_s = 5
+    gateway = gateway_with_graph(stack, server.port)
+    request = common_pb2.SearchRequest(
+        corpus_id=SAMPLE_CORPUS,
+        query="cart",
+        overrides=common_pb2.SearchOverrides(enable_graph=False, enable_expansion=True),
+    )
+    slow = await gateway.search(request, remaining_s=10)
+    await gateway.close()
+    report = next(r for r in slow.legs if r.leg == common_pb2.LEG_EXPANSION)
+    assert report.status == fusion_pb2.LEG_STATUS_TIMEOUT
+    assert report.latency_ms < stack.cfg.fusion.expansion_timeout_ms + 1000
+    assert slow.matches
