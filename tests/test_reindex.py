@@ -250,9 +250,54 @@ async def _clean_corpora(stack: Stack) -> None:
     from services.indexer.pg_writer import delete_corpus
 
     pool = await stack.resources.pool()
-    for corpus_id in ("reindex-inc", "reindex-fresh", "reindex-kill"):
+    for corpus_id in ("reindex-inc", "reindex-fresh", "reindex-kill", "reindex-refs"):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
         if generation is not None:
             await discard_uncommitted(stack.resources.graph(), corpus_id, generation)
             await drop_generation(stack.resources.graph(), corpus_id, generation)
+
+
+async def test_unresolved_references_and_communities_follow_the_corpus(stack: Stack, tmp_path: Path) -> None:
+    """A call into a file that goes away is kept as an unresolved reference on its (unchanged)
+    caller, and cleared again when the callee comes back; communities are recomputed each run."""
+    corpus_id = "reindex-refs"
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "main.py").write_text(
+        "import json\n\nfrom pkg.util import helper\n\n\n"
+        "def run(x: int) -> str:\n    return json.dumps(helper(x))\n"
+    )
+    util = "def helper(x: int) -> int:\n    return x + 1\n"
+    (root / "pkg" / "util.py").write_text(util)
+    embedder = stack.resources.embedder()
+    store = stack.resources.graph()
+
+    async def run_entity() -> tuple[tuple[str, ...], int]:
+        pool = await stack.resources.pool()
+        generation = await corpus_generation(pool, corpus_id)
+        assert generation is not None
+        key = graph_key(corpus_id, generation)
+        (entity,) = await store.find_by_qualified_name(key, "pkg.main.run")
+        return entity.unresolved, (await store.community_of(key, [entity.entity_id])).get(
+            entity.entity_id, -1
+        )
+
+    first = await index(stack, embedder, corpus_id, root)
+    assert first.unresolved_references == 1 and first.communities >= 1
+    assert (await run_entity())[0] == ("json.dumps",)
+    assert (await run_entity())[1] >= 0
+
+    (root / "pkg" / "util.py").unlink()  # main.py itself is unchanged
+    gone = await index(stack, embedder, corpus_id, root)
+    assert (gone.files_changed, gone.files_deleted) == (0, 1)
+    assert (await run_entity())[0] == ("helper", "json.dumps")
+
+    (root / "pkg" / "util.py").write_text(util)
+    back = await index(stack, embedder, corpus_id, root)
+    assert back.files_changed == 1
+    assert (await run_entity())[0] == ("json.dumps",)
+    assert back.communities == first.communities
+    unchanged = await index(stack, embedder, corpus_id, root)
+    assert (unchanged.message, unchanged.communities) == ("unchanged", first.communities)

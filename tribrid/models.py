@@ -36,6 +36,9 @@ class Entity:
     start_line: int
     end_line: int
     chunk_id: str  # the chunk holding this entity's definition ("" if none)
+    # Calls and bases this entity makes that resolve to nothing in the corpus, as written
+    # ("np.mean", "requests.get", "Base"): kept, so "who calls requests.get" still has an answer.
+    unresolved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,7 @@ def _graph_entity(
         community=community,
         relationship_type=relationship_type,
         direction=direction,
+        unresolved=list(entity.unresolved),
     )
 
 

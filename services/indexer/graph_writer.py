@@ -61,7 +61,15 @@ async def write_next_generation(store: GraphStore, change: GraphChange) -> Graph
     await store.copy_graph(base_key, new_key)
     touched = set(change.replaced_files) | set(change.deleted_files)
     await store.delete_files(new_key, sorted(touched))
-    written = await store.upsert_entities(new_key, [e for e in change.entities if e.file_path in touched])
+    # Entities of unchanged files were copied as they were; one whose unresolved references a
+    # changed file now resolves (or no longer resolves) is rewritten too.
+    stored_unresolved = await store.unresolved_refs(new_key)
+    rewrite = [
+        e
+        for e in change.entities
+        if e.file_path in touched or stored_unresolved.get(e.entity_id, ()) != e.unresolved
+    ]
+    written = await store.upsert_entities(new_key, rewrite)
     wanted = set(change.relations)
     present = set(await store.all_relations(new_key))
     stale = sorted(present - wanted, key=_relation_order)

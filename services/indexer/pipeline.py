@@ -16,7 +16,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import asyncpg
@@ -33,6 +33,7 @@ from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import graph_key
+from tribrid.graphstore.communities import detect_communities
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.graph import extract_file, resolve_corpus
 from tribrid.indexing.python_graph import FileGraph
@@ -57,6 +58,8 @@ class _Counts:
     chunks_embedded: int = 0
     entities: int = 0
     relationships: int = 0
+    communities: int = 0
+    unresolved_references: int = 0
     generation: int = 0
     syntax_errors: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
@@ -89,6 +92,8 @@ class _Counts:
             generation=self.generation,
             stage_seconds=dict(self.stage_seconds),
             syntax_errors=self.syntax_errors,
+            communities=self.communities,
+            unresolved_references=self.unresolved_references,
         )
 
 
@@ -129,11 +134,26 @@ def _parse(corpus_id: str, files: list[SourceFile], cfg: TriBridConfig) -> _Pars
     return parsed
 
 
-def _graph_of(corpus_id: str, parsed: _Parsed) -> tuple[list[Entity], list[Relation]]:
-    entities = [e for g in parsed.graphs for e in g.entities]
-    relations = [r for g in parsed.graphs for r in g.relations]
-    relations.extend(resolve_corpus(corpus_id, parsed.graphs).relations)
-    return entities, list(dict.fromkeys(relations))
+# Unresolved references kept per entity: enough to answer "who calls requests.get", bounded so a
+# generated file with thousands of external calls cannot bloat one node.
+MAX_UNRESOLVED_PER_ENTITY = 64
+
+
+def _graph_of(corpus_id: str, parsed: _Parsed) -> tuple[list[Entity], list[Relation], int]:
+    """Every entity (with its unresolved references), every relation, and the unresolved count."""
+    links = resolve_corpus(corpus_id, parsed.graphs)
+    relations = [r for g in parsed.graphs for r in g.relations] + links.relations
+    unresolved: defaultdict[str, set[str]] = defaultdict(set)
+    for ref in links.unresolved:
+        unresolved[ref.source_id].add(ref.name)
+    entities = [
+        replace(e, unresolved=tuple(sorted(unresolved[e.entity_id])[:MAX_UNRESOLVED_PER_ENTITY]))
+        if e.entity_id in unresolved
+        else e
+        for g in parsed.graphs
+        for e in g.entities
+    ]
+    return entities, list(dict.fromkeys(relations)), sum(len(names) for names in unresolved.values())
 
 
 def _batches(items: list[SourceFile], size: int) -> Iterator[list[SourceFile]]:
@@ -195,7 +215,7 @@ class IndexPipeline:
 
         yield counts.event("graph")
         with counts.timed("graph"):
-            entities, relations = _graph_of(corpus_id, parsed)
+            entities, relations, counts.unresolved_references = _graph_of(corpus_id, parsed)
             await write_next_generation(
                 self._graph,
                 GraphChange(
@@ -208,6 +228,17 @@ class IndexPipeline:
                 ),
             )
         counts.entities, counts.relationships = len(entities), len(relations)
+        if self._cfg.graph.include_communities:
+            yield counts.event("communities")
+            with counts.timed("communities"):
+                communities = await detect_communities(
+                    self._graph,
+                    graph_key(corpus_id, base + 1),
+                    self._cfg.graph.community_algorithm,
+                    self._cfg.graph.community_seed,
+                    self._cfg.graph.community_resolution,
+                )
+            counts.communities = communities.communities
 
         yield counts.event("writing")
         with counts.timed("postgres"):
@@ -282,6 +313,7 @@ class IndexPipeline:
         graph_counts = await self._graph.counts(graph_key(corpus_id, generation))
         counts.entities = graph_counts.get("entities", 0)
         counts.relationships = graph_counts.get("relationships", 0)
+        counts.communities = await self._graph.community_count(graph_key(corpus_id, generation))
         counts.chunks_total = int(
             await self._pool.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id) or 0
         )

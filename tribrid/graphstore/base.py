@@ -177,6 +177,10 @@ class GraphStore(Protocol):
         """Every stored entity id, sorted."""
         ...
 
+    async def unresolved_refs(self, corpus_id: str) -> dict[str, tuple[str, ...]]:
+        """Entity id -> its stored unresolved references, for the entities that have any."""
+        ...
+
     async def set_communities(self, corpus_id: str, membership: Mapping[str, int]) -> int:
         """Store each entity's community number (-1 = none); returns how many entities were set."""
         ...

@@ -31,7 +31,8 @@ SUBSTRING_SCORE = FUZZY_SCORE  # old name
 ENTITY_COLUMNS = (
     "e.id AS id, e.corpus_id AS corpus_id, e.type AS type, e.name AS name, "
     "e.qualified_name AS qualified_name, e.file_path AS file_path, "
-    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id"
+    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id, "
+    "e.unresolved AS unresolved"
 )
 
 UPSERT_ENTITIES = """
@@ -123,6 +124,14 @@ ENTITY_IDS = """
 MATCH (e:Entity {corpus_id: $corpus_id})
 WHERE e.id > $after
 RETURN e.id AS id
+ORDER BY id
+LIMIT $batch
+"""
+
+UNRESOLVED_REFS = """
+MATCH (e:Entity {corpus_id: $corpus_id})
+WHERE e.id > $after AND size(coalesce(e.unresolved, [])) > 0
+RETURN e.id AS id, e.unresolved AS unresolved
 ORDER BY id
 LIMIT $batch
 """

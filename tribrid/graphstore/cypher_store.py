@@ -69,6 +69,7 @@ def _entity_row(key: str, entity: Entity) -> Row:
         "chunk_id": entity.chunk_id,
         "name_lower": entity.name.lower(),
         "qname_lower": entity.qualified_name.lower(),
+        "unresolved": list(entity.unresolved),
     }
 
 
@@ -83,6 +84,7 @@ def _entity_from_row(row: Row) -> Entity:
         start_line=int(row["start_line"]),
         end_line=int(row["end_line"]),
         chunk_id=str(row["chunk_id"]),
+        unresolved=tuple(row.get("unresolved") or ()),
     )
 
 
@@ -434,6 +436,17 @@ class CypherGraphStore(ABC):
             if len(rows) < self._batch_size:
                 return ids
             after = ids[-1]
+
+    async def unresolved_refs(self, corpus_id: str) -> dict[str, tuple[str, ...]]:
+        check_corpus_id(corpus_id)
+        found: dict[str, tuple[str, ...]] = {}
+        after = ""
+        while True:
+            rows = await self._read(corpus_id, cypher.UNRESOLVED_REFS, after=after, batch=self._batch_size)
+            found.update((str(row["id"]), tuple(row["unresolved"])) for row in rows)
+            if len(rows) < self._batch_size:
+                return found
+            after = str(rows[-1]["id"])
 
     async def set_communities(self, corpus_id: str, membership: Mapping[str, int]) -> int:
         check_corpus_id(corpus_id)
