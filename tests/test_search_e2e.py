@@ -118,6 +118,19 @@ async def test_filters_on_every_leg(stack: Stack, sample_corpus: indexer_pb2.Ind
         assert in_cart and all(m.file_path == "shop/cart.py" for m in in_cart), service
 
 
+@pytest.mark.parametrize("query", ["the of and", "?!", "how does it", "... ()"])
+async def test_stop_words_or_punctuation_only_is_empty_and_ok(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, query: str
+) -> None:
+    for service in ("vector", "sparse", "graph"):
+        assert await search(stack, service, query) == [], service
+    async with stack.channel("fusion") as channel:
+        request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query=query)
+        reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
+    assert list(reply.matches) == [] and not reply.partial
+    assert [(r.status, r.hits) for r in reply.legs] == [(fusion_pb2.LEG_STATUS_OK, 0)] * 3
+
+
 @pytest.mark.parametrize("service", ["vector", "sparse", "graph", "fusion"])
 @pytest.mark.parametrize(
     ("fields", "message"),

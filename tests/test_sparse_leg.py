@@ -48,13 +48,18 @@ def paths(matches: list[common_pb2.ChunkMatch]) -> list[str]:
     return [m.file_path for m in matches]
 
 
+def full(matches: list[common_pb2.ChunkMatch]) -> list[common_pb2.ChunkMatch]:
+    """The (relaxed) matches of a plain query, without the partial ones that fill top_k after them."""
+    return [m for m in matches if "partial" not in m.explain[0].detail]
+
+
 async def test_identifier_styles_match_words_and_exact_identifier_ranks_first(
     stack: Stack, words: list[Chunk]
 ) -> None:
-    plain = paths(await search(stack, "parse config file"))
+    plain = paths(full(await search(stack, "parse config file")))
     assert set(plain) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md", "cfg/words.txt", "cfg/other.py"}
     for form in ("parseConfigFile", "parse_config_file", "parse-config-file"):
-        found = paths(await search(stack, form))
+        found = paths(full(await search(stack, form)))
         # the three spellings of the identifier share its joined term: they come first
         assert set(found[:3]) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md"}, form
         assert set(found[3:]) == {"cfg/words.txt", "cfg/other.py"}, form
@@ -62,13 +67,17 @@ async def test_identifier_styles_match_words_and_exact_identifier_ranks_first(
     assert top.explain[0].detail.startswith("bm25 k1=1.2 b=0.4 mode=plain")
     assert "parseconfigfile" in top.explain[0].detail
     assert paths(await search(stack, "HTTPServer"))[0] == "net/http.py"
-    assert paths(await search(stack, "http server")) == ["net/http.py"]
+    assert paths(full(await search(stack, "http server"))) == ["net/http.py"]
 
 
 async def test_paths_and_extensions(stack: Stack, words: list[Chunk]) -> None:
-    assert paths(await search(stack, "cart.py")) == ["shop/cart.py"]
-    assert paths(await search(stack, "shop/cart")) == ["shop/cart.py"]
-    assert set(paths(await search(stack, "cfg .py"))) == {"cfg/loader.py", "cfg/snake.py", "cfg/other.py"}
+    assert paths(full(await search(stack, "cart.py"))) == ["shop/cart.py"]
+    assert paths(full(await search(stack, "shop/cart"))) == ["shop/cart.py"]
+    assert set(paths(full(await search(stack, "cfg .py")))) == {
+        "cfg/loader.py",
+        "cfg/snake.py",
+        "cfg/other.py",
+    }
 
 
 async def test_phrase_mode_needs_adjacent_terms_in_order(stack: Stack, words: list[Chunk]) -> None:
@@ -94,17 +103,17 @@ async def test_boolean_mode(stack: Stack, words: list[Chunk]) -> None:
 
 
 async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]) -> None:
-    exact = await search(stack, "parse config file")
-    relaxed = await search(stack, "parse config file zzyzx")
+    exact = full(await search(stack, "parse config file"))
+    relaxed = full(await search(stack, "parse config file zzyzx"))
     assert paths(relaxed) == paths(exact)
     assert "relaxed: dropped 'zzyzx'" in relaxed[0].explain[0].detail
     assert [m.score for m in relaxed] == pytest.approx([m.score for m in exact])
     # the rarest term goes first: 'hand' (1 chunk) is dropped before 'parse' (5 chunks)
     two = await search(stack, "parse hand zzyzx")
     assert "dropped 'zzyzx'" in two[0].explain[0].detail
-    assert paths(two) == ["cfg/words.txt"]
+    assert paths(full(two)) == ["cfg/words.txt"]
     three = await search(stack, "parse settings qwxz zzyzx")
-    assert paths(three) == ["cfg/kebab.md"]
+    assert paths(full(three)) == ["cfg/kebab.md"]
     assert "dropped 'qwxz', 'zzyzx'" in three[0].explain[0].detail  # equally rare: query order
     # past relax_max_terms (2): any-term matches, said so
     fallback = await search(stack, "settings aaqq bbqq ccqq")
@@ -117,18 +126,41 @@ async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]
     assert result.chunks == []
 
 
+async def test_partial_matches_fill_top_k_after_the_matches(stack: Stack, words: list[Chunk]) -> None:
+    # no chunk holds both terms: the rarer 'server' is dropped, the five config chunks match, and
+    # the one chunk with only 'server' fills in after them, marked partial
+    found = await search(stack, "config server")
+    assert set(paths(full(found))) == {
+        "cfg/loader.py",
+        "cfg/snake.py",
+        "cfg/kebab.md",
+        "cfg/words.txt",
+        "cfg/other.py",
+    }
+    assert paths(found[5:]) == ["net/http.py"] and "partial" in found[5].explain[0].detail
+    assert found[5].score > min(m.score for m in found[:5])  # ranked after them all the same
+    # top_k still bounds the whole answer
+    assert len(await search(stack, "config server", top_k=3)) == 3
+    strict = stack.cfg.model_copy(
+        update={"sparse": stack.cfg.sparse.model_copy(update={"any_term_fallback": False})}
+    )
+    servicer = SparseServicer(strict, await stack.resources.pool())
+    result = await servicer.search(common_pb2.SearchRequest(corpus_id=WORDS, query="config server"))
+    assert {c.chunk.file_path for c in result.chunks} == set(paths(full(found)))
+
+
 async def test_filters(stack: Stack, words: list[Chunk]) -> None:
     found = await search(stack, "parse config file", filters=common_pb2.SearchFilters(path_glob="cfg/*.py"))
-    assert set(paths(found)) == {"cfg/loader.py", "cfg/snake.py", "cfg/other.py"}
+    assert set(paths(full(found))) == {"cfg/loader.py", "cfg/snake.py", "cfg/other.py"}
     found = await search(stack, "send request", filters=common_pb2.SearchFilters(languages=["Go"]))
-    assert paths(found) == ["net/client.go"]
+    assert paths(full(found)) == ["net/client.go"]
     found = await search(
         stack, "parse config", filters=common_pb2.SearchFilters(languages=["markdown", "text"])
     )
-    assert set(paths(found)) == {"cfg/kebab.md", "cfg/words.txt"}
+    assert set(paths(full(found))) == {"cfg/kebab.md", "cfg/words.txt"}
     # relaxation happens within the filter's chunks
     found = await search(stack, "parse zzyzx", filters=common_pb2.SearchFilters(path_glob="**/*.md"))
-    assert paths(found) == ["cfg/kebab.md"] and "relaxed" in found[0].explain[0].detail
+    assert paths(full(found)) == ["cfg/kebab.md"] and "relaxed" in found[0].explain[0].detail
     for m in ("phrase", "boolean"):
         found = await search(
             stack, "parse config", overrides=mode(m), filters=common_pb2.SearchFilters(path_glob="*.txt")
@@ -183,6 +215,6 @@ async def test_sample_corpus_identifier_and_words(
     assert "shop.payment.validate_card_number" in [
         m.symbol for m in await search(stack, "card number", corpus_id=SAMPLE_CORPUS)
     ]
-    in_cart = await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS)
+    in_cart = full(await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS))
     assert in_cart and all(m.file_path == "shop/cart.py" for m in in_cart)
     assert np.isfinite([m.score for m in in_cart]).all()

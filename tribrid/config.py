@@ -126,7 +126,8 @@ class SparseConfig(_Section):
     query_mode: SparseQueryMode = "plain"
     # A plain query nothing matches drops up to this many of its rarest terms...
     relax_max_terms: int = Field(2, ge=0, le=10)
-    # ...and, if still nothing, returns chunks holding any of its terms, ranked by BM25.
+    # ...and fills the rest of top_k with chunks holding only some of its terms, ranked by BM25
+    # after every (relaxed) match; if nothing matches even relaxed, those are the whole answer.
     any_term_fallback: bool = True
 
 

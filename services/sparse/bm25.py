@@ -8,9 +8,11 @@ from the postings of the query's terms) are per corpus. Filters restrict results
 
 Each mode is one SQL statement:
 - plain: candidates come from the postings of the query terms; a chunk must hold every required
-  term. If none does, the rarest required terms are dropped (up to `relax_max_terms`): each
-  chunk's relaxation level is the rarity rank of the rarest term it lacks, and the statement
-  keeps the chunks of the lowest level. Past that, optionally, any chunk with any term.
+  term. If none does, the rarest required terms are dropped (up to `relax_max_terms`): a chunk's
+  relaxation level is how many of the rarest terms must go before it holds the rest, and the
+  statement keeps the chunks of the lowest level. With `any_term_fallback`, the rest of top_k is
+  filled with the best-scoring chunks that hold only some terms (plain any-term BM25), so a
+  natural-language query still gives fusion a full list; they always rank after the matches.
 - phrase / boolean: the GIN index on `chunks.tsv` finds the chunks matching a tsquery (phrases
   checked on positions), and BM25 over the positive terms ranks them.
 """
@@ -79,15 +81,16 @@ def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
         ), pick AS (
             SELECT min(level) AS lvl FROM leveled
         ), top AS (
-            SELECT l.* FROM leveled l, pick
-            WHERE CASE WHEN pick.lvl <= $7 THEN l.level = pick.lvl ELSE $8 END
-            ORDER BY l.score DESC, l.chunk_id
+            -- the (relaxed) matches first; with the any-term fill, the best partial ones after them
+            SELECT l.*, (pick.lvl <= $7 AND l.level = pick.lvl) AS is_match FROM leveled l, pick
+            WHERE (pick.lvl <= $7 AND l.level = pick.lvl) OR $8
+            ORDER BY is_match DESC, l.score DESC, l.chunk_id
             LIMIT $6
         )
         SELECT {_COLS}, top.score, top.matched, top.level,
                (SELECT array_agg(term ORDER BY rarity) FROM idf WHERE req) AS by_rarity
         FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
-        ORDER BY top.score DESC, top.chunk_id"""
+        ORDER BY top.is_match DESC, top.score DESC, top.chunk_id"""
     return sql, flt.args
 
 
@@ -163,11 +166,14 @@ async def bm25_plain(
         note = "; relaxed: dropped " + ", ".join(repr(t) for t in dropped) + " (no chunk held every term)"
     else:
         note = ""
+
+    def detail(row: asyncpg.Record) -> str:
+        partial = not any_term and int(row["level"]) != level
+        row_note = "; partial: some terms missing" if partial else note
+        return _detail(k1, b, "plain", list(row["matched"]), row_note)
+
     return Bm25Result(
-        [
-            ScoredChunk(chunk_row(r), float(r["score"]), _detail(k1, b, "plain", list(r["matched"]), note))
-            for r in rows
-        ],
+        [ScoredChunk(chunk_row(r), float(r["score"]), detail(r)) for r in rows],
         dropped,
         any_term,
     )

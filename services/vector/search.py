@@ -113,7 +113,7 @@ async def read_index(pool: asyncpg.Pool) -> IndexInfo:
 @dataclass(frozen=True, slots=True)
 class VectorResult:
     chunks: list[ScoredChunk]
-    plan: Literal["hnsw", "exact", "hnsw+exact"]
+    plan: Literal["hnsw", "exact", "hnsw+exact", "none"]  # none: nothing to search for
     allowed: int  # rows corpus and filters allow, counted up to exact_scan_max_rows + 1
 
 

@@ -13,6 +13,7 @@ from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.search_common import RequestError, invalid, override, to_matches, validate_search
 from tribrid.server import ServiceSpec
+from tribrid.text import query_terms
 from tribrid.v1 import common_pb2, vector_pb2, vector_pb2_grpc
 
 
@@ -54,6 +55,10 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
             raise invalid(f"similarity_threshold must be between -1 and 1, got {threshold}")
         await self._check_index()
+        if not query_terms(params.query):
+            # Stop words or punctuation only: their embedding is noise, and its nearest chunks
+            # would be answers to nothing. Empty and OK, as in the other legs.
+            return VectorResult([], "none", 0)
         try:
             vector = await self.queries.embed_query(params.query)
         except EmbeddingOverloaded as exc:
