@@ -208,32 +208,19 @@ DIRECTIONS = ("both", "out", "in")
 _PATTERNS = {"both": "-[r:{labels}]-", "out": "-[r:{labels}]->", "in": "<-[r:{labels}]-"}
 
 
-def neighbours(rel_types: list[str], direction: str = "both", *, capped: bool = False) -> str:
+def neighbours(rel_types: list[str], direction: str = "both") -> str:
     """One breadth-first step: every (frontier id, relation label, neighbour id).
 
-    direction: "both" (ignore edge direction), "out" (a -> b) or "in" (a <- b). With `capped`,
-    at most $fanout neighbours per frontier node, the first by (neighbour id, label) among those
-    not in $seen (entities reached already): a dense node cannot blow up the next hop, and the
-    choice is deterministic.
+    direction: "both" (ignore edge direction), "out" (a -> b) or "in" (a <- b). The per-node
+    fan-out cap is applied by the caller (cypher_store._cap_fanout).
     """
     pattern = _PATTERNS[direction].format(labels=_labels(rel_types))  # KeyError: unknown direction
-    match = f"""
+    return f"""
 UNWIND $ids AS source_id
 MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}}){pattern}(b:Entity)
 WHERE b.corpus_id = $corpus_id
+RETURN source_id, type(r) AS label, b.id AS target_id
 """
-    if not capped:
-        return match + "RETURN source_id, type(r) AS label, b.id AS target_id\n"
-    return (
-        match
-        + """AND NOT b.id IN $seen
-WITH source_id, type(r) AS label, b.id AS target_id
-ORDER BY source_id, target_id, label
-WITH source_id, collect([label, target_id])[..$fanout] AS found
-UNWIND found AS pair
-RETURN source_id, pair[0] AS label, pair[1] AS target_id
-"""
-    )
 
 
 # Lucene (Neo4j) and RediSearch (FalkorDB) query-syntax characters; user text escapes them all.

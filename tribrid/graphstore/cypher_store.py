@@ -88,6 +88,27 @@ def _entity_from_row(row: Row) -> Entity:
     )
 
 
+def _cap_fanout(
+    rows: Sequence[Row], max_fanout: int, seen: Mapping[str, object]
+) -> list[tuple[str, str, str]]:
+    """(source, label, target) of one breadth-first step, at most `max_fanout` per source
+    (0 = all): the first by (target id, label) among targets not in `seen`, so a dense node cannot
+    blow up the next hop and the choice is deterministic. Done here rather than in Cypher, where
+    FalkorDB took 0.5-3 s for the ORDER BY + collect + slice that the plain step does in ~10 ms."""
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        target = str(row["target_id"])
+        if target not in seen:
+            by_source.setdefault(str(row["source_id"]), []).append((target, str(row["label"])))
+    capped: list[tuple[str, str, str]] = []
+    for source in sorted(by_source):
+        pairs = sorted(set(by_source[source]))
+        capped.extend(
+            (source, label, target) for target, label in (pairs[:max_fanout] if max_fanout > 0 else pairs)
+        )
+    return capped
+
+
 class CypherGraphStore(ABC):
     """Implements GraphStore with the shared Cypher in `cypher`; subclasses connect and run it."""
 
@@ -319,18 +340,14 @@ class CypherGraphStore(ABC):
         """Multi-source BFS, one query per hop: exact minimum hops and shortest-path counts."""
         routes = {seed: _Route(0, rank, seed, (), (seed,)) for rank, seed in enumerate(seeds)}
         paths = dict.fromkeys(seeds, 1)
-        capped = max_fanout > 0
-        query = cypher.neighbours(rel_types, direction, capped=capped)
-        extra: Row = {"fanout": max_fanout} if capped else {}
+        query = cypher.neighbours(rel_types, direction)
         frontier = sorted(seeds)
         for hop in range(1, max_hops + 1):
             found: dict[str, _Route] = {}
             seen_edges: set[tuple[str, str, str]] = set()
             for batch in _batches(frontier, self._batch_size):
-                if capped:
-                    extra["seen"] = list(routes)
-                for row in await self._read(corpus_id, query, ids=list(batch), **extra):
-                    source, label, target = str(row["source_id"]), str(row["label"]), str(row["target_id"])
+                rows = await self._read(corpus_id, query, ids=list(batch))
+                for source, label, target in _cap_fanout(rows, max_fanout, routes):
                     if target in routes or (source, label, target) in seen_edges:
                         continue
                     seen_edges.add((source, label, target))
@@ -366,9 +383,10 @@ class CypherGraphStore(ABC):
         sides: list[Direction] = ["out", "in"] if direction == "both" else [direction]
         found: list[tuple[str, str, str]] = []
         for side in sides:
-            query = cypher.neighbours(rel_types, side, capped=True)
-            for row in await self._read(corpus_id, query, ids=[entity_id], fanout=limit, seen=[]):
-                found.append((side, cypher.REL_TYPES_BY_LABEL[str(row["label"])], str(row["target_id"])))
+            query = cypher.neighbours(rel_types, side)
+            rows = await self._read(corpus_id, query, ids=[entity_id])
+            for _source, label, target in _cap_fanout(rows, limit, {}):
+                found.append((side, cypher.REL_TYPES_BY_LABEL[label], target))
         found.sort(key=lambda item: (item[0] != "out", item[1], item[2]))
         found = found[:limit]
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, [t for _, _, t in found])}
