@@ -55,7 +55,7 @@ unit: install
 
 test: lint unit
 
-# Cold then unchanged index of a real repository (networkx, ~580 files); PATH=... to choose another.
+# Cold then unchanged index of a real repository (networkx, ~580 files); PATH_TO_INDEX=... to choose another.
 bench-index: up
 	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import numpy as np
 import pytest
 
@@ -22,7 +23,7 @@ from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity, Relation
 from tribrid.stores.postgres import corpus_generation
-from tribrid.v1 import indexer_pb2
+from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
 
 NEW_MODULE = '''"""Orders."""
 
@@ -250,7 +251,14 @@ async def _clean_corpora(stack: Stack) -> None:
     from services.indexer.pg_writer import delete_corpus
 
     pool = await stack.resources.pool()
-    for corpus_id in ("reindex-inc", "reindex-fresh", "reindex-kill", "reindex-refs"):
+    for corpus_id in (
+        "reindex-inc",
+        "reindex-fresh",
+        "reindex-kill",
+        "reindex-refs",
+        "reindex-bad",
+        "reindex-nocomm",
+    ):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
         if generation is not None:
@@ -301,3 +309,66 @@ async def test_unresolved_references_and_communities_follow_the_corpus(stack: St
     assert back.communities == first.communities
     unchanged = await index(stack, embedder, corpus_id, root)
     assert (unchanged.message, unchanged.communities) == ("unchanged", first.communities)
+
+
+async def test_bad_files_are_skipped_and_counted_and_bad_requests_are_invalid(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Through the indexer service: what cannot be indexed is skipped and counted, never fatal."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "good.py").write_text("def ok() -> int:\n    return 1\n")
+    (root / "broken.py").write_text("def broken(:\n    return\n")  # a syntax error
+    (root / "blob.dat.txt").write_bytes(b"\x00\x01\x02binary\x00" * 10)
+    (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1") + b"\xff\xfe\xfa")
+    (root / "huge.txt").write_text("x" * (stack.cfg.indexer.max_file_bytes + 1))
+    (root / "loop").symlink_to(root)  # a symlink loop: never followed
+    progress = await index_corpus_via_service(stack, "reindex-bad", root)
+    assert progress.done
+    assert dict(progress.skipped_by_reason) == {"binary": 1, "undecodable": 1, "too_large": 1, "symlink": 1}
+    assert progress.files_skipped == 4 and progress.syntax_errors == 1
+    pool = await stack.resources.pool()
+    files = {
+        r["file_path"]
+        for r in await pool.fetch("SELECT file_path FROM chunks WHERE corpus_id = $1", "reindex-bad")
+    }
+    assert files == {"good.py", "broken.py"}  # the broken file is still searchable as text
+
+    for corpus_id, path, message in (
+        ("reindex-bad", str(tmp_path / "no-such-dir"), "does not exist"),
+        ("reindex-bad", "relative/path", "absolute"),
+        ("bad name!", str(root), "corpus_id"),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+            await index_corpus_via_service(stack, corpus_id, Path(path) if path.startswith("/") else path)
+        assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT, message
+        assert message in (excinfo.value.details() or ""), excinfo.value.details()
+
+
+async def index_corpus_via_service(
+    stack: Stack, corpus_id: str, path: Path | str
+) -> indexer_pb2.IndexProgress:
+    last = indexer_pb2.IndexProgress()
+    async with stack.channel("indexer") as channel:
+        stub = indexer_pb2_grpc.IndexerStub(channel)
+        async for event in stub.IndexCorpus(
+            indexer_pb2.IndexCorpusRequest(corpus_id=corpus_id, path=str(path))
+        ):
+            last = event
+    return last
+
+
+async def test_include_communities_false_skips_the_step(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    cfg = stack.cfg.model_copy(
+        update={"graph": stack.cfg.graph.model_copy(update={"include_communities": False})}
+    )
+    pipeline = IndexPipeline(
+        cfg, await stack.resources.pool(), stack.resources.graph(), stack.resources.embedder()
+    )
+    events = [event async for event in pipeline.run("reindex-nocomm", str(root))]
+    assert events[-1].done and events[-1].relationships > 0
+    assert "communities" not in {e.phase for e in events} and events[-1].communities == 0
+    key = graph_key("reindex-nocomm", events[-1].generation)
+    assert await stack.resources.graph().community_count(key) == 0

@@ -12,6 +12,7 @@ previous batch (torch, releases it); an unchanged corpus costs only the walk and
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterator
@@ -42,6 +43,8 @@ from tribrid.models import Chunk, Entity, Relation
 from tribrid.search_common import invalid, validate_corpus_id
 from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import indexer_pb2
+
+log = logging.getLogger(__name__)
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -104,11 +107,13 @@ class _Parsed:
     chunks_by_file: dict[str, list[Chunk]] = field(default_factory=dict)
     graphs: list[FileGraph] = field(default_factory=list)
     syntax_errors: int = 0
+    failed: list[str] = field(default_factory=list)  # files our chunker or extractor choked on
 
     def add(self, other: _Parsed) -> None:
         self.chunks_by_file.update(other.chunks_by_file)
         self.graphs.extend(other.graphs)
         self.syntax_errors += other.syntax_errors
+        self.failed.extend(other.failed)
 
 
 def _walk(root: Path, cfg: TriBridConfig) -> tuple[list[SourceFile], list[Skipped]]:
@@ -125,10 +130,21 @@ def _walk(root: Path, cfg: TriBridConfig) -> tuple[list[SourceFile], list[Skippe
 def _parse(corpus_id: str, files: list[SourceFile], cfg: TriBridConfig) -> _Parsed:
     parsed = _Parsed()
     for source in files:
-        result = chunk_file(corpus_id, source, cfg.indexer)
+        try:
+            result = chunk_file(corpus_id, source, cfg.indexer)
+        except Exception:  # a bug of ours on one odd file must not abort the whole run
+            log.exception("chunking %s failed; the file is skipped", source.path)
+            parsed.chunks_by_file[source.path] = []
+            parsed.failed.append(source.path)
+            continue
         parsed.chunks_by_file[source.path] = result.chunks
         parsed.syntax_errors += int(result.syntax_error)
-        graph = extract_file(corpus_id, source, result)
+        try:
+            graph = extract_file(corpus_id, source, result)
+        except Exception:  # its chunks stay searchable; only its graph is missing
+            log.exception("graph extraction of %s failed; its chunks are kept", source.path)
+            parsed.failed.append(source.path)
+            continue
         if graph is not None:
             parsed.graphs.append(graph)
     return parsed
@@ -211,6 +227,8 @@ class IndexPipeline:
         with counts.timed("parse"):
             parsed.add(await asyncio.to_thread(_parse, corpus_id, unchanged, self._cfg))
         counts.syntax_errors = parsed.syntax_errors
+        if parsed.failed:
+            counts.skipped["parse_failed"] += len(parsed.failed)
         counts.chunks_total = sum(len(c) for c in parsed.chunks_by_file.values())
 
         yield counts.event("graph")
