@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import pytest
 
-from services.graph.search import detect_direction, seed_terms
+from services.graph.search import detect_direction, detect_intent, seed_terms
 from tests.conftest import Stack
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore, cypher, open_graph_store
@@ -156,6 +156,27 @@ def names(matches: list[common_pb2.ChunkMatch]) -> list[str]:
 )
 def test_detect_direction(query: str, direction: str | None) -> None:
     assert detect_direction(query) == direction
+
+
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        ("methods of class Shop", "members"),
+        ("what methods does Shop have", "members"),
+        ("attributes of Shop", "members"),
+        ("subclasses of Shop", "subclasses"),
+        ("classes that inherit from Shop", "subclasses"),
+        ("who extends Shop", "subclasses"),
+        ("base classes of Shop", "bases"),
+        ("what does Shop inherit from", "bases"),
+        ("who calls checkout", "callers"),
+        ("what does checkout call", "callees"),
+        ("shop checkout total", None),
+    ],
+)
+def test_detect_intent(query: str, intent: str | None) -> None:
+    assert detect_intent(query) == intent
+    assert detect_direction(query) == (intent if intent in ("callers", "callees") else None)
 
 
 def test_seed_terms_drop_question_words() -> None:

@@ -49,7 +49,10 @@ DIRECTED_RELATIONSHIP_TYPES = ("calls", "references")
 # Words of a graph question, not names to look up.
 QUESTION_WORDS = frozenset(
     """call calls called caller callers callee callees use uses used usage usages user users
-    invoke invokes invoked depend depends dependency dependencies reference references""".split()
+    invoke invokes invoked depend depends dependency dependencies reference references
+    method methods member members attribute attributes subclass subclasses superclass
+    superclasses inherit inherits inherited derive derives derived extend extends base bases
+    class classes function functions have has contain contains define defines""".split()
 )
 
 QueryDirection = Literal["auto", "both", "callers", "callees"]
@@ -71,13 +74,56 @@ _CALLEES = re.compile(
 )
 
 
-def detect_direction(query: str) -> Literal["callers", "callees"] | None:
-    """Which way a question looks along the call graph, if it says so."""
+# Structure questions: what a class holds, who inherits from it, what it inherits from.
+_MEMBERS = re.compile(
+    r"\b(?:methods?|members?|attributes?|fields?)\s+(?:of|in|on)\b"
+    r"|\bwhat\s+(?:methods|members|attributes|fields)\s+(?:does|do|has|have)\b"
+    r"|\bwhat\s+does\s+(?:class\s+)?\S+\s+(?:contain|define|have)\b",
+    re.IGNORECASE,
+)
+_BASES = re.compile(
+    r"\b(?:base\s+class(?:es)?|superclass(?:es)?|parent\s+class(?:es)?)\s+of\b"
+    r"|\bwhat\s+does\s+(?:class\s+)?\S+\s+(?:inherit|extend|derive)",
+    re.IGNORECASE,
+)
+_SUBCLASSES = re.compile(
+    r"\b(?:subclass(?:es)?|child\s+class(?:es)?|derived\s+class(?:es)?|implementations?)\s+of\b"
+    r"|\b(?:inherits?|derives?|extends?)\s+from\b|\bwho\s+(?:inherits|extends|subclasses)\b"
+    r"|\bclasses\s+(?:that|which)\s+(?:inherit|extend|derive|subclass)",
+    re.IGNORECASE,
+)
+
+Intent = Literal["callers", "callees", "members", "subclasses", "bases"]
+# intent -> (edge direction from the seed, relation types followed, seed entity types)
+INTENT_PLANS: dict[str, tuple[Direction, tuple[str, ...], tuple[str, ...]]] = {
+    "callers": ("in", DIRECTED_RELATIONSHIP_TYPES, ()),
+    "callees": ("out", DIRECTED_RELATIONSHIP_TYPES, ()),
+    "members": ("out", ("contains",), ("class",)),
+    "subclasses": ("in", ("inherits",), ("class",)),
+    "bases": ("out", ("inherits",), ("class",)),
+}
+
+
+def detect_intent(query: str) -> Intent | None:
+    """What a structural question asks for, if it says so (bases before subclasses: "what does X
+    inherit from" asks for X's bases, "classes that inherit from X" for its subclasses)."""
     if _CALLERS.search(query):
         return "callers"
     if _CALLEES.search(query):
         return "callees"
+    if _MEMBERS.search(query):
+        return "members"
+    if _BASES.search(query):
+        return "bases"
+    if _SUBCLASSES.search(query):
+        return "subclasses"
     return None
+
+
+def detect_direction(query: str) -> Literal["callers", "callees"] | None:
+    """Which way a question looks along the call graph, if it says so."""
+    intent = detect_intent(query)
+    return intent if intent in ("callers", "callees") else None  # type: ignore[return-value]
 
 
 def path_weight(relationship_types: Sequence[str]) -> float:
@@ -142,18 +188,29 @@ class GraphResult:
     provenance: dict[str, common_pb2.GraphProvenance]
 
 
-def _traversal_plan(settings: GraphSettings, query: str) -> tuple[Direction, list[str], bool]:
-    """(edge direction, relation types, whether the question is directional)."""
-    wanted = settings.direction
-    if wanted == "auto":
-        wanted = detect_direction(query) or "both"
-    if wanted == "both":
-        return "both", list(settings.relationship_types), False
-    rel_types = list(settings.relationship_types)
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    direction: Direction
+    relationship_types: list[str]
+    directional: bool  # the answer is what the seeds lead to, not the seeds themselves
+    seed_types: list[str]
+
+
+def _traversal_plan(settings: GraphSettings, query: str) -> _Plan:
+    """How to walk from the seeds: the request's direction, else the question's intent."""
+    allowed = list(settings.relationship_types)
+    intent: str | None = settings.direction if settings.direction != "auto" else detect_intent(query)
+    if intent is None or intent == "both":
+        return _Plan("both", allowed, False, list(settings.entity_types))
+    direction, wanted, seed_types = INTENT_PLANS[intent]
+    rel_types = allowed
     if not settings.explicit_relationship_types:
-        directed = [r for r in rel_types if r in DIRECTED_RELATIONSHIP_TYPES]
-        rel_types = directed or rel_types
-    return ("in" if wanted == "callers" else "out"), rel_types, True
+        rel_types = [r for r in allowed if r in wanted] or allowed
+    # restrict seeds to what the question is about, unless that rules out every allowed type
+    types = [t for t in settings.entity_types if not seed_types or t in seed_types] or list(
+        settings.entity_types
+    )
+    return _Plan(direction, rel_types, True, types)
 
 
 def hit_score(hit: TraversalHit, seed_score: float, settings: GraphSettings, same_community: bool) -> float:
@@ -196,10 +253,11 @@ async def graph_search(
     terms = seed_terms(params.query)
     if not terms:
         return GraphResult([], {})
-    seeds = await store.find_seeds(key, terms, settings.entity_types, settings.max_seeds)
+    plan = _traversal_plan(settings, params.query)
+    direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
+    seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds)
     if not seeds:
         return GraphResult([], {})
-    direction, rel_types, directional = _traversal_plan(settings, params.query)
     best: dict[str, _Best] = {}
 
     def offer(entity: Entity, candidate: _Best) -> None:
