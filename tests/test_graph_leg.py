@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import pytest
 
-from services.graph.search import detect_direction, detect_intent, seed_terms
+from services.graph.search import detect_direction, seed_terms
 from tests.conftest import Stack
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore, cypher, open_graph_store
@@ -21,6 +21,7 @@ from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
 from tribrid.graphstore.cypher_store import CypherGraphStore
 from tribrid.models import Entity, Relation
+from tribrid.query_kind import detect_intent
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)

@@ -91,13 +91,51 @@ async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.Ind
         common_pb2.LEG_SPARSE,
         common_pb2.LEG_GRAPH,
     }
+    # an identifier: the configured 0.4/0.3/0.3 with vector x0.5, renormalized
+    assert reply.query_kind == "identifier"
+    assert dict(reply.weights) == pytest.approx({"vector": 0.25, "sparse": 0.375, "graph": 0.375})
+    leg_name = {
+        common_pb2.LEG_VECTOR: "vector",
+        common_pb2.LEG_SPARSE: "sparse",
+        common_pb2.LEG_GRAPH: "graph",
+    }
     assert top.score == pytest.approx(
-        sum(
-            0.4 / (60 + e.rank) if e.leg == common_pb2.LEG_VECTOR else 0.3 / (60 + e.rank)
-            for e in top.explain
-            if e.rank
-        )
+        sum(reply.weights[leg_name[e.leg]] / (60 + e.rank) for e in top.explain if e.rank)
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "overrides", "kind", "weights"),
+    [
+        ("who calls checkout", {}, "structural", (0.1 / 1.15, 0.15 / 1.15, 0.9 / 1.15)),
+        ("charge the card and apply the tax", {}, "natural", (0.6 / 0.975, 0.3 / 0.975, 0.075 / 0.975)),
+        ("who calls checkout", {"adaptive_weights": False}, "structural", (0.4, 0.3, 0.3)),
+        ("how is compute_total computed", {}, "mixed", (0.4, 0.3, 0.3)),
+        # a request's own weights are used as given (normalized)
+        ("who calls checkout", {"vector_weight": 1.0, "graph_weight": 1.0}, "structural", (0.0, 0.0, 0.0)),
+    ],
+)
+async def test_weights_follow_the_kind_of_query(
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    query: str,
+    overrides: dict[str, object],
+    kind: str,
+    weights: tuple[float, float, float],
+) -> None:
+    async with stack.channel("fusion") as channel:
+        request = common_pb2.SearchRequest(
+            corpus_id=SAMPLE_CORPUS,
+            query=query,
+            overrides=common_pb2.SearchOverrides(**overrides),  # type: ignore[arg-type]
+        )
+        reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
+    assert reply.query_kind == kind
+    got = (reply.weights["vector"], reply.weights["sparse"], reply.weights["graph"])
+    if "vector_weight" in overrides:  # 1.0 / 0.3 (configured) / 1.0
+        assert got == pytest.approx((1 / 2.3, 0.3 / 2.3, 1 / 2.3))
+    else:
+        assert got == pytest.approx(weights)
 
 
 async def test_filters_on_every_leg(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:

@@ -162,6 +162,29 @@ class GraphSearchConfig(_Section):
         return self
 
 
+class LegFactors(_Section):
+    """Multipliers of the configured leg weights for one kind of query."""
+
+    vector: float = Field(1.0, ge=0.0, le=100.0)
+    sparse: float = Field(1.0, ge=0.0, le=100.0)
+    graph: float = Field(1.0, ge=0.0, le=100.0)
+
+
+QueryKindName = Literal["structural", "identifier", "natural", "mixed"]
+
+
+def _default_kind_factors() -> dict[QueryKindName, LegFactors]:
+    # Each leg is the best tool for one kind of question: the graph for structure ("who calls
+    # X"), BM25 and exact-name graph seeds for identifiers, dense vectors for prose. The graph
+    # leg has only fuzzy name matches to go on in prose, so its list is mostly noise there.
+    return {
+        "structural": LegFactors(vector=0.25, sparse=0.5, graph=3.0),
+        "identifier": LegFactors(vector=0.5, sparse=1.0, graph=1.0),
+        "natural": LegFactors(vector=1.5, sparse=1.0, graph=0.25),
+        "mixed": LegFactors(),
+    }
+
+
 class FusionConfig(_Section):
     method: Literal["rrf", "weighted"] = "rrf"
     rrf_k: float = Field(60.0, gt=0, le=10_000)
@@ -169,6 +192,10 @@ class FusionConfig(_Section):
     sparse_weight: float = Field(0.3, ge=0.0, le=1000.0)
     graph_weight: float = Field(0.3, ge=0.0, le=1000.0)
     normalization: Literal["min_max", "z_score", "none"] = "min_max"
+    # Scale the weights above by what kind of question the query is (tribrid.query_kind);
+    # a request that sets any leg weight, or adaptive_weights=false, uses the weights as given.
+    adaptive_weights: bool = True
+    query_kind_factors: dict[QueryKindName, LegFactors] = Field(default_factory=_default_kind_factors)
     leg_timeout_ms: int = Field(2000, ge=1, le=600_000)
     merge_reserve_ms: int = Field(10, ge=0, le=10_000)
     default_deadline_ms: int = Field(5000, ge=1, le=600_000)

@@ -12,9 +12,18 @@ from typing import Any
 
 import grpc
 
-from services.fusion.fuse import Fused, Normalization, Ranked, cap_per_file, rrf, weighted
+from services.fusion.fuse import (
+    Fused,
+    Normalization,
+    Ranked,
+    cap_per_file,
+    normalize_weights,
+    rrf,
+    weighted,
+)
 from tribrid import telemetry
 from tribrid.config import TriBridConfig
+from tribrid.query_kind import classify_query
 from tribrid.search_common import RequestError, invalid, override, validate_search
 from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, graph_pb2_grpc, sparse_pb2_grpc, vector_pb2_grpc
 
@@ -160,12 +169,19 @@ class FusionPlan:
     max_chunks_per_file: int = 0
     enable_expansion: bool = False
     expansion_top_n: int = 5
+    query_kind: str = "mixed"
 
 
 def plan(cfg: TriBridConfig, request: common_pb2.SearchRequest) -> FusionPlan:
     ov, fcfg = request.overrides, cfg.fusion
     enabled = {leg: override(ov, f"enable_{leg}", True) for leg in LEGS}
     weights = {leg: override(ov, f"{leg}_weight", float(getattr(fcfg, f"{leg}_weight"))) for leg in LEGS}
+    kind = classify_query(request.query)
+    weights_set = any(ov.HasField(name) for name in ("vector_weight", "sparse_weight", "graph_weight"))
+    if override(ov, "adaptive_weights", fcfg.adaptive_weights) and not weights_set:
+        factors = fcfg.query_kind_factors.get(kind)
+        if factors is not None:
+            weights = {leg: w * getattr(factors, leg) for leg, w in weights.items()}
     if any(w < 0 for w in weights.values()):
         raise invalid(f"leg weights must be >= 0, got {weights}")
     if not any(enabled.values()):
@@ -189,7 +205,8 @@ def plan(cfg: TriBridConfig, request: common_pb2.SearchRequest) -> FusionPlan:
         raise invalid("expansion_top_n must be >= 1")
     return FusionPlan(
         enabled,
-        weights,
+        normalize_weights({leg: w for leg, w in weights.items() if enabled[leg]})
+        | {leg: 0.0 for leg in LEGS if not enabled[leg]},
         method,
         normalization,  # type: ignore[arg-type]
         rrf_k,
@@ -197,6 +214,7 @@ def plan(cfg: TriBridConfig, request: common_pb2.SearchRequest) -> FusionPlan:
         max_chunks_per_file=override(ov, "max_chunks_per_file", fcfg.max_chunks_per_file),
         enable_expansion=override(ov, "enable_expansion", fcfg.enable_expansion),
         expansion_top_n=expansion_top_n,
+        query_kind=kind,
     )
 
 
@@ -281,6 +299,8 @@ class Gateway:
             partial=len(answered) < len(enabled),
             took_ms=(time.perf_counter() - started) * 1000,
             fusion_method=fusion_plan.method,
+            query_kind=fusion_plan.query_kind,
+            weights=fusion_plan.weights,
         )
 
     async def _expand(

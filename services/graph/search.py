@@ -29,6 +29,7 @@ from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import Direction, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
+from tribrid.query_kind import detect_intent
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
@@ -58,42 +59,6 @@ QUESTION_WORDS = frozenset(
 QueryDirection = Literal["auto", "both", "callers", "callees"]
 QUERY_DIRECTIONS: tuple[QueryDirection, ...] = ("auto", "both", "callers", "callees")
 
-_CALLERS = re.compile(
-    r"\b(?:who|what|which\s+\w+)\s+(?:calls?|uses?|invokes?|references?|depends?\s+on)\b"
-    r"|\b(?:callers?|usages?|uses|users)\s+of\b"
-    r"|\bwhere\s+(?:is|are)\s+\S+\s+(?:called|used|invoked|referenced)\b"
-    r"|\bis\s+\S+\s+(?:called|used)\b",
-    re.IGNORECASE,
-)
-_CALLEES = re.compile(
-    r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+\S+\s+(?:call|use|invoke|depend\s+on|reference)\b"
-    r"|\bcallees?\s+of\b"
-    r"|\bdepends?\s+on\b"
-    r"|\b(?:called|used|invoked)\s+(?:by|from|in)\b",
-    re.IGNORECASE,
-)
-
-
-# Structure questions: what a class holds, who inherits from it, what it inherits from.
-_MEMBERS = re.compile(
-    r"\b(?:methods?|members?|attributes?|fields?)\s+(?:of|in|on)\b"
-    r"|\bwhat\s+(?:methods|members|attributes|fields)\s+(?:does|do|has|have)\b"
-    r"|\bwhat\s+does\s+(?:class\s+)?\S+\s+(?:contain|define|have)\b",
-    re.IGNORECASE,
-)
-_BASES = re.compile(
-    r"\b(?:base\s+class(?:es)?|superclass(?:es)?|parent\s+class(?:es)?)\s+of\b"
-    r"|\bwhat\s+does\s+(?:class\s+)?\S+\s+(?:inherit|extend|derive)",
-    re.IGNORECASE,
-)
-_SUBCLASSES = re.compile(
-    r"\b(?:subclass(?:es)?|child\s+class(?:es)?|derived\s+class(?:es)?|implementations?)\s+of\b"
-    r"|\b(?:inherits?|derives?|extends?)\s+from\b|\bwho\s+(?:inherits|extends|subclasses)\b"
-    r"|\bclasses\s+(?:that|which)\s+(?:inherit|extend|derive|subclass)",
-    re.IGNORECASE,
-)
-
-Intent = Literal["callers", "callees", "members", "subclasses", "bases"]
 # intent -> (edge direction from the seed, relation types followed, seed entity types)
 INTENT_PLANS: dict[str, tuple[Direction, tuple[str, ...], tuple[str, ...]]] = {
     "callers": ("in", DIRECTED_RELATIONSHIP_TYPES, ()),
@@ -102,22 +67,6 @@ INTENT_PLANS: dict[str, tuple[Direction, tuple[str, ...], tuple[str, ...]]] = {
     "subclasses": ("in", ("inherits",), ("class",)),
     "bases": ("out", ("inherits",), ("class",)),
 }
-
-
-def detect_intent(query: str) -> Intent | None:
-    """What a structural question asks for, if it says so (bases before subclasses: "what does X
-    inherit from" asks for X's bases, "classes that inherit from X" for its subclasses)."""
-    if _CALLERS.search(query):
-        return "callers"
-    if _CALLEES.search(query):
-        return "callees"
-    if _MEMBERS.search(query):
-        return "members"
-    if _BASES.search(query):
-        return "bases"
-    if _SUBCLASSES.search(query):
-        return "subclasses"
-    return None
 
 
 def detect_direction(query: str) -> Literal["callers", "callees"] | None:

@@ -1,0 +1,45 @@
+"""The query classifier the graph leg and the gateway share."""
+
+from __future__ import annotations
+
+import pytest
+
+from tribrid.query_kind import classify_query, is_code_like
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("who calls make_context", "structural"),
+        ("subclasses of BaseTransport", "structural"),
+        ("what methods does Context have", "structural"),
+        ("parse_args", "identifier"),
+        ("HTTPStatusError", "identifier"),
+        ("Context.invoke", "identifier"),
+        ("get_terminal_size()", "identifier"),
+        ("batch", "identifier"),
+        ("parse command line options and arguments", "natural"),
+        ("Return the terminal size.", "natural"),
+        ("how does parse_args handle defaults", "mixed"),
+        ("?!", "natural"),
+    ],
+)
+def test_classify_query(query: str, kind: str) -> None:
+    assert classify_query(query) == kind
+
+
+@pytest.mark.parametrize(
+    ("word", "code"),
+    [
+        ("parse_args", True),
+        ("parseArgs", True),
+        ("HTTPServer", True),
+        ("a.b", True),
+        ("parse", False),
+        ("Parse", False),
+        ("_private", False),
+        ("HTTP", False),
+    ],
+)
+def test_is_code_like(word: str, code: bool) -> None:
+    assert is_code_like(word) is code
