@@ -91,9 +91,13 @@ async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.Ind
         common_pb2.LEG_SPARSE,
         common_pb2.LEG_GRAPH,
     }
-    # an identifier: the configured 0.4/0.3/0.3 with vector x0.5, renormalized
+    # an identifier: the identifier profile's weights
     assert reply.query_kind == "identifier"
-    assert dict(reply.weights) == pytest.approx({"vector": 0.25, "sparse": 0.375, "graph": 0.375})
+    profile = stack.cfg.fusion.query_kind_weights["identifier"]
+    total = profile.vector + profile.sparse + profile.graph
+    assert dict(reply.weights) == pytest.approx(
+        {"vector": profile.vector / total, "sparse": profile.sparse / total, "graph": profile.graph / total}
+    )
     leg_name = {
         common_pb2.LEG_VECTOR: "vector",
         common_pb2.LEG_SPARSE: "sparse",
@@ -107,8 +111,8 @@ async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.Ind
 @pytest.mark.parametrize(
     ("query", "overrides", "kind", "weights"),
     [
-        ("who calls checkout", {}, "structural", (0.1 / 1.15, 0.15 / 1.15, 0.9 / 1.15)),
-        ("charge the card and apply the tax", {}, "natural", (0.6 / 0.975, 0.3 / 0.975, 0.075 / 0.975)),
+        ("who calls checkout", {}, "structural", (0.05, 0.1, 0.85)),
+        ("charge the card and apply the tax", {}, "natural", (0.75, 0.2, 0.05)),
         ("who calls checkout", {"adaptive_weights": False}, "structural", (0.4, 0.3, 0.3)),
         ("how is compute_total computed", {}, "mixed", (0.4, 0.3, 0.3)),
         # a request's own weights are used as given (normalized)

@@ -162,26 +162,33 @@ class GraphSearchConfig(_Section):
         return self
 
 
-class LegFactors(_Section):
-    """Multipliers of the configured leg weights for one kind of query."""
+class LegWeights(_Section):
+    """Leg weights for one kind of query (normalized to sum 1 when used)."""
 
-    vector: float = Field(1.0, ge=0.0, le=100.0)
-    sparse: float = Field(1.0, ge=0.0, le=100.0)
-    graph: float = Field(1.0, ge=0.0, le=100.0)
+    vector: float = Field(ge=0.0, le=1000.0)
+    sparse: float = Field(ge=0.0, le=1000.0)
+    graph: float = Field(ge=0.0, le=1000.0)
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> LegWeights:
+        if self.vector + self.sparse + self.graph <= 0:
+            raise ValueError("vector + sparse + graph must be > 0")
+        return self
 
 
 QueryKindName = Literal["structural", "identifier", "natural", "mixed"]
 
 
-def _default_kind_factors() -> dict[QueryKindName, LegFactors]:
-    # Each leg is the best tool for one kind of question: the graph for structure ("who calls
-    # X"), BM25 and exact-name graph seeds for identifiers, dense vectors for prose. The graph
-    # leg has only fuzzy name matches to go on in prose, so its list is mostly noise there.
+def _default_kind_weights() -> dict[QueryKindName, LegWeights]:
+    # Each leg is the best tool for one kind of question; in RRF the others still fill in where
+    # it has nothing (an identifier that names no entity leaves the graph list empty). The graph
+    # for structure ("who calls X") and for names (exact entity-name seeds), dense vectors for
+    # prose, where the graph has only fuzzy word matches to go on. "mixed" (prose naming code)
+    # is absent: it keeps the configured vector/sparse/graph weights.
     return {
-        "structural": LegFactors(vector=0.25, sparse=0.5, graph=3.0),
-        "identifier": LegFactors(vector=0.5, sparse=1.0, graph=1.0),
-        "natural": LegFactors(vector=1.5, sparse=1.0, graph=0.25),
-        "mixed": LegFactors(),
+        "structural": LegWeights(vector=0.05, sparse=0.1, graph=0.85),
+        "identifier": LegWeights(vector=0.1, sparse=0.1, graph=0.8),
+        "natural": LegWeights(vector=0.75, sparse=0.2, graph=0.05),
     }
 
 
@@ -192,10 +199,11 @@ class FusionConfig(_Section):
     sparse_weight: float = Field(0.3, ge=0.0, le=1000.0)
     graph_weight: float = Field(0.3, ge=0.0, le=1000.0)
     normalization: Literal["min_max", "z_score", "none"] = "min_max"
-    # Scale the weights above by what kind of question the query is (tribrid.query_kind);
-    # a request that sets any leg weight, or adaptive_weights=false, uses the weights as given.
+    # Weigh the legs by what kind of question the query is (tribrid.query_kind): the profile
+    # of its kind, else the weights above. A request that sets any leg weight, or
+    # adaptive_weights=false, uses the weights above (or its own) instead.
     adaptive_weights: bool = True
-    query_kind_factors: dict[QueryKindName, LegFactors] = Field(default_factory=_default_kind_factors)
+    query_kind_weights: dict[QueryKindName, LegWeights] = Field(default_factory=_default_kind_weights)
     leg_timeout_ms: int = Field(2000, ge=1, le=600_000)
     merge_reserve_ms: int = Field(10, ge=0, le=10_000)
     default_deadline_ms: int = Field(5000, ge=1, le=600_000)

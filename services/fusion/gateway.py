@@ -179,9 +179,9 @@ def plan(cfg: TriBridConfig, request: common_pb2.SearchRequest) -> FusionPlan:
     kind = classify_query(request.query)
     weights_set = any(ov.HasField(name) for name in ("vector_weight", "sparse_weight", "graph_weight"))
     if override(ov, "adaptive_weights", fcfg.adaptive_weights) and not weights_set:
-        factors = fcfg.query_kind_factors.get(kind)
-        if factors is not None:
-            weights = {leg: w * getattr(factors, leg) for leg, w in weights.items()}
+        profile = fcfg.query_kind_weights.get(kind)
+        if profile is not None:
+            weights = {leg: float(getattr(profile, leg)) for leg in LEGS}
     if any(w < 0 for w in weights.values()):
         raise invalid(f"leg weights must be >= 0, got {weights}")
     if not any(enabled.values()):
