@@ -12,6 +12,7 @@ from tribrid.query_kind import classify_query, is_code_like
     [
         ("who calls make_context", "structural"),
         ("subclasses of BaseTransport", "structural"),
+        ("functions that call format_line", "structural"),
         ("what methods does Context have", "structural"),
         ("parse_args", "identifier"),
         ("HTTPStatusError", "identifier"),

@@ -183,12 +183,14 @@ def _default_kind_weights() -> dict[QueryKindName, LegWeights]:
     # Each leg is the best tool for one kind of question; in RRF the others still fill in where
     # it has nothing (an identifier that names no entity leaves the graph list empty). The graph
     # for structure ("who calls X") and for names (exact entity-name seeds), dense vectors for
-    # prose, where the graph has only fuzzy word matches to go on. "mixed" (prose naming code)
-    # is absent: it keeps the configured vector/sparse/graph weights.
+    # prose, where the graph has only fuzzy word matches to go on; prose naming code ("mixed")
+    # leans on vectors, with the names still worth a fair share. A kind left out of this map
+    # uses the configured vector/sparse/graph weights.
     return {
         "structural": LegWeights(vector=0.05, sparse=0.1, graph=0.85),
         "identifier": LegWeights(vector=0.1, sparse=0.1, graph=0.8),
         "natural": LegWeights(vector=0.75, sparse=0.2, graph=0.05),
+        "mixed": LegWeights(vector=0.6, sparse=0.2, graph=0.2),
     }
 
 

@@ -19,6 +19,7 @@ QUERY_KINDS: tuple[QueryKind, ...] = ("structural", "identifier", "natural", "mi
 _CALLERS = re.compile(
     r"\b(?:who|what|which\s+\w+)\s+(?:calls?|uses?|invokes?|references?|depends?\s+on)\b"
     r"|\b(?:callers?|usages?|uses|users)\s+of\b"
+    r"|\b(?:functions?|methods?|code|places?)\s+(?:that|which)\s+(?:calls?|uses?|invokes?|references?)\b"
     r"|\bwhere\s+(?:is|are)\s+\S+\s+(?:called|used|invoked|referenced)\b"
     r"|\bis\s+\S+\s+(?:called|used)\b",
     re.IGNORECASE,
