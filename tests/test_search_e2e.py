@@ -199,3 +199,13 @@ async def test_bad_requests_are_invalid_argument(
             await STUBS[service](channel).Search(request, timeout=30)
     assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (excinfo.value.details() or "")
+
+
+async def test_graph_answers_structure_questions(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    methods = symbols(await search(stack, "graph", "methods of class Cart"))
+    own = [s for s in methods if s.startswith("shop.cart.Cart.")]
+    # the methods first; the class itself (the seed) after them
+    assert own and methods[: len(own)] == own
+    assert "shop.cart.Cart" in methods[len(own) :]

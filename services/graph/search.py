@@ -75,10 +75,12 @@ def detect_direction(query: str) -> Literal["callers", "callees"] | None:
     return intent if intent in ("callers", "callees") else None  # type: ignore[return-value]
 
 
-def path_weight(relationship_types: Sequence[str]) -> float:
+def path_weight(relationship_types: Sequence[str], asked: Sequence[str] = ()) -> float:
+    """The product of the steps' relationship weights; a relation the question asked for ("methods
+    of X" asks for `contains`) weighs 1.0: it is the answer, not a looser tie."""
     weight = 1.0
     for rel in relationship_types:
-        weight *= RELATIONSHIP_WEIGHT.get(rel, 0.5)
+        weight *= 1.0 if rel in asked else RELATIONSHIP_WEIGHT.get(rel, 0.5)
     return weight
 
 
@@ -143,6 +145,7 @@ class _Plan:
     relationship_types: list[str]
     directional: bool  # the answer is what the seeds lead to, not the seeds themselves
     seed_types: list[str]
+    asked: tuple[str, ...] = ()  # the relation the question is about: the first of its plan
 
 
 def _traversal_plan(settings: GraphSettings, query: str) -> _Plan:
@@ -159,11 +162,17 @@ def _traversal_plan(settings: GraphSettings, query: str) -> _Plan:
     types = [t for t in settings.entity_types if not seed_types or t in seed_types] or list(
         settings.entity_types
     )
-    return _Plan(direction, rel_types, True, types)
+    return _Plan(direction, rel_types, True, types, wanted[:1])
 
 
-def hit_score(hit: TraversalHit, seed_score: float, settings: GraphSettings, same_community: bool) -> float:
-    score = seed_score * settings.hop_decay[hit.hops] * path_weight(hit.relationship_types)
+def hit_score(
+    hit: TraversalHit,
+    seed_score: float,
+    settings: GraphSettings,
+    same_community: bool,
+    asked: Sequence[str] = (),
+) -> float:
+    score = seed_score * settings.hop_decay[hit.hops] * path_weight(hit.relationship_types, asked)
     score *= 1.0 + settings.path_bonus * math.log(max(hit.supporting_paths, 1))
     if same_community:
         score *= 1.0 + settings.community_boost
@@ -258,7 +267,7 @@ async def graph_search(
     seed_communities = {communities[s] for s in seed_score if s in communities}
     for hit in hits:
         same = communities.get(hit.entity.entity_id, -1) in seed_communities
-        score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same)
+        score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same, plan.asked)
         seed = known[hit.seed_id]
         via = ",".join(hit.relationship_types)
         offer(
