@@ -296,6 +296,13 @@ async def test_seed_ranking_exact_prefix_fuzzy(store: GraphStore) -> None:
     try:
         got = [(e.entity_id, s) for e, s in await store.find_seeds(k, ["Render"], ["function", "class"], 10)]
         assert got == [("render", 1.0), ("Renderer", 0.7), ("render_page", 0.7), ("go", 0.4), ("tender", 0.4)]
+        strict = await store.find_seeds(k, ["Render"], ["function", "class"], 10, fuzzy=False)
+        assert [e.entity_id for e, _ in strict] == [
+            "render",
+            "Renderer",
+            "render_page",
+            "go",
+        ]  # no typo match
         classes = await store.find_seeds(k, ["render"], ["class"], 10)
         assert [(e.entity_id, s) for e, s in classes] == [("Renderer", 0.7)]
         by_qname = await store.find_seeds(k, ["APP.RENDER_UTILS.GO"], ["function"], 10)

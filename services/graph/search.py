@@ -29,7 +29,7 @@ from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import Direction, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
-from tribrid.query_kind import detect_intent
+from tribrid.query_kind import detect_intent, is_code_like
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
@@ -204,6 +204,14 @@ def _filtered(
     )
 
 
+def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
+    """Entities to reach: a few per wanted chunk (hits arrive nearest first, and a chunk scores by
+    its best entity), all of max_expansion when a path or language filter may drop many."""
+    if params.path_regex is not None or params.languages:
+        return settings.max_expansion
+    return min(settings.max_expansion, max(4 * params.top_k, 100))
+
+
 async def graph_search(
     store: GraphStore, pool: asyncpg.Pool, key: str, params: SearchParams, settings: GraphSettings
 ) -> GraphResult:
@@ -213,7 +221,10 @@ async def graph_search(
         return GraphResult([], {})
     plan = _traversal_plan(settings, params.query)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
-    seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds)
+    # One-edit fuzzy matching is for a mistyped name; in prose it only adds near-miss noise and is
+    # the slowest fulltext query there is.
+    fuzzy = len(terms) == 1 or any(is_code_like(t) for t in terms)
+    seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds, fuzzy=fuzzy)
     if not seeds:
         return GraphResult([], {})
     best: dict[str, _Best] = {}
@@ -255,7 +266,7 @@ async def graph_search(
             rel_types,
             direction=direction,
             max_fanout=settings.max_fanout,
-            limit=settings.max_expansion,
+            limit=_expansion_limit(settings, params),
         )
         if rel_types
         else []

@@ -95,14 +95,20 @@ class GraphStore(Protocol):
         ...
 
     async def find_seeds(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], limit: int
+        self,
+        corpus_id: str,
+        terms: Sequence[str],
+        entity_types: Sequence[str],
+        limit: int,
+        *,
+        fuzzy: bool = True,
     ) -> list[tuple[Entity, float]]:
         """Entities whose name or qualified name matches a term, case-insensitively.
 
         Score per entity is its best over the terms: 1.0 (exact) when the name or the qualified
         name equals the term, 0.7 (prefix) when the name starts with it, 0.4 (fuzzy) for any
-        other fulltext-index hit (a word of the qualified name starts with the term, or a word
-        is one edit away from a term of 5+ characters). Exact matches use an index on the
+        other fulltext-index hit (a word of the qualified name starts with the term, or, with
+        `fuzzy`, a word is one edit away from a term of 5+ characters). Exact matches use an index on the
         lower-cased names; the rest come from the fulltext index, never a scan. Ordered by
         score (desc), then entity id.
         """

@@ -212,12 +212,16 @@ def neighbours(rel_types: list[str], direction: str = "both") -> str:
     """One breadth-first step: every (frontier id, relation label, neighbour id).
 
     direction: "both" (ignore edge direction), "out" (a -> b) or "in" (a <- b). The per-node
-    fan-out cap is applied by the caller (cypher_store._cap_fanout).
+    fan-out cap is applied by the caller (cypher_store._cap_fanout). The frontier node is
+    matched first, on its own: in one MATCH, FalkorDB plans an "in" step as a label scan of
+    every entity (1.1 s on a 15k-entity graph against 1 ms this way).
     """
     pattern = _PATTERNS[direction].format(labels=_labels(rel_types))  # KeyError: unknown direction
     return f"""
 UNWIND $ids AS source_id
-MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}}){pattern}(b:Entity)
+MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}})
+WITH a, source_id
+MATCH (a){pattern}(b:Entity)
 WHERE b.corpus_id = $corpus_id
 RETURN source_id, type(r) AS label, b.id AS target_id
 """

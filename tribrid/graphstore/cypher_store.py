@@ -237,7 +237,13 @@ class CypherGraphStore(ABC):
     # --- reads --------------------------------------------------------------------------------
 
     async def find_seeds(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], limit: int
+        self,
+        corpus_id: str,
+        terms: Sequence[str],
+        entity_types: Sequence[str],
+        limit: int,
+        *,
+        fuzzy: bool = True,
     ) -> list[tuple[Entity, float]]:
         check_corpus_id(corpus_id)
         types = check_entity_types(entity_types)
@@ -262,7 +268,7 @@ class CypherGraphStore(ABC):
             self._read(
                 corpus_id,
                 fulltext,
-                q=self.dialect.fulltext_text(word, fuzzy=len(word) >= _FUZZY_MIN_LEN),
+                q=self.dialect.fulltext_text(word, fuzzy=fuzzy and len(word) >= _FUZZY_MIN_LEN),
                 entity_types=types,
                 limit=_FULLTEXT_CANDIDATES,
             )
