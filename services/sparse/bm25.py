@@ -78,7 +78,7 @@ def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
             SELECT s.chunk_id, s.score, s.matched,
                    length(ltrim(((SELECT m FROM full_mask) # s.mask)::bit(64)::text, '0')) AS level
             FROM scored s {join}
-        ), pick AS (
+        ), pick AS MATERIALIZED (  -- once: inlined, it was re-aggregated for every row
             SELECT min(level) AS lvl FROM leveled
         ), top AS (
             -- the (relaxed) matches first; with the any-term fill, the best partial ones after them
