@@ -46,7 +46,9 @@ class _Route:
 
 
 # Fulltext candidates fetched per term before classifying them (exact / prefix / fuzzy).
-_FULLTEXT_CANDIDATES = 200
+_FULLTEXT_CANDIDATES = 60  # exact matches come from indexed lookups; these only add prefix and fuzzy ones
+# Frontier nodes expanded per neighbour query in a traversal (it stops once `limit` are reached).
+_EXPAND_BATCH = 16
 # Fuzzy (one edit) fulltext matching only for terms at least this long: shorter ones match noise.
 _FUZZY_MIN_LEN = 5
 
@@ -316,8 +318,11 @@ class CypherGraphStore(ABC):
         routes, paths = await self._breadth_first(
             corpus_id, seeds, max_hops, rel_types, limit, direction, max_fanout
         )
-        ranked = sorted((route.hops, entity_id) for entity_id, route in routes.items() if route.hops > 0)
-        chosen = [entity_id for _, entity_id in ranked[:limit]]
+        ranked = sorted(
+            (route.hops, route.sort_key(), entity_id) for entity_id, route in routes.items() if route.hops > 0
+        )
+        # the best routes make the cut; hits are listed by hops, then id
+        chosen = [entity_id for _, _, entity_id in sorted(ranked[:limit], key=lambda r: (r[0], r[2]))]
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen)}
         return [
             TraversalHit(
@@ -343,15 +348,24 @@ class CypherGraphStore(ABC):
         max_fanout: int = 0,
         stop_at: str | None = None,
     ) -> tuple[dict[str, _Route], dict[str, int]]:
-        """Multi-source BFS, one query per hop: exact minimum hops and shortest-path counts."""
+        """Multi-source BFS: exact minimum hops, and shortest-path counts through what it expanded.
+
+        Each hop expands its frontier best route first (seed rank, relation types, path), in
+        batches, and stops as soon as `limit` entities are reached: the rest of a dense hop would
+        only be fetched and parsed to be cut (a hop-2 frontier of ~100 nodes can return 2,000+
+        rows when ~20 more entities are wanted).
+        """
         routes = {seed: _Route(0, rank, seed, (), (seed,)) for rank, seed in enumerate(seeds)}
         paths = dict.fromkeys(seeds, 1)
         query = cypher.neighbours(rel_types, direction)
-        frontier = sorted(seeds)
+        frontier = list(seeds)
+        batch_size = self._batch_size if stop_at is not None else _EXPAND_BATCH
         for hop in range(1, max_hops + 1):
             found: dict[str, _Route] = {}
             seen_edges: set[tuple[str, str, str]] = set()
-            for batch in _batches(frontier, self._batch_size):
+            for batch in _batches(frontier, batch_size):
+                if len(routes) + len(found) - len(seeds) >= limit:
+                    break
                 rows = await self._read(corpus_id, query, ids=list(batch))
                 for source, label, target in _cap_fanout(rows, max_fanout, routes):
                     if target in routes or (source, label, target) in seen_edges:
@@ -367,7 +381,7 @@ class CypherGraphStore(ABC):
                     if best is None or route.sort_key() < best.sort_key():
                         found[target] = route
             routes.update(found)
-            frontier = sorted(found)
+            frontier = sorted(found, key=lambda target: (found[target].sort_key(), target))
             # Later hops rank after this one, so once `limit` hits exist the rest can't make the cut.
             if not frontier or len(routes) - len(seeds) >= limit or stop_at in found:
                 break
