@@ -23,7 +23,7 @@ from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity, Relation
 from tribrid.stores.postgres import corpus_generation
-from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
+from tribrid.v1 import common_pb2, graph_pb2_grpc, indexer_pb2, indexer_pb2_grpc
 
 NEW_MODULE = '''"""Orders."""
 
@@ -296,6 +296,22 @@ async def test_unresolved_references_and_communities_follow_the_corpus(stack: St
     assert first.unresolved_references == 1 and first.communities >= 1
     assert (await run_entity())[0] == ("json.dumps",)
     assert (await run_entity())[1] >= 0
+    # the graph leg answers for code outside the corpus through the references kept
+    async with stack.channel("graph") as channel:
+        stub = graph_pb2_grpc.GraphSearchStub(channel)
+        for query in ("who calls json.dumps", "dumps_json", "json.dumps"):
+            request = common_pb2.SearchRequest(corpus_id=corpus_id, query=query)
+            matches = list((await stub.Search(request, timeout=30)).matches)
+            if query == "dumps_json":  # names nothing, inside or outside the corpus
+                assert matches == []
+                continue
+            assert [m.symbol for m in matches] == ["pkg.main.run"], query
+            provenance = matches[0].explain[0].graph
+            assert (provenance.seed_entity, provenance.seed_match, provenance.hops) == (
+                "json.dumps",
+                "unresolved",
+                1,
+            )
 
     (root / "pkg" / "util.py").unlink()  # main.py itself is unchanged
     gone = await index(stack, embedder, corpus_id, root)

@@ -226,7 +226,7 @@ async def graph_search(
     fuzzy = len(terms) == 1 or any(is_code_like(t) for t in terms)
     seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds, fuzzy=fuzzy)
     if not seeds:
-        return GraphResult([], {})
+        return await _external_callers(store, pool, key, params, settings, plan, terms)
     best: dict[str, _Best] = {}
 
     def offer(entity: Entity, candidate: _Best) -> None:
@@ -299,12 +299,65 @@ async def graph_search(
             ),
         )
 
+    return await _ranked_result(pool, params, best)
+
+
+async def _ranked_result(pool: asyncpg.Pool, params: SearchParams, best: dict[str, _Best]) -> GraphResult:
+    """The best-scored chunks that pass the request's filters, top_k of them."""
     rows = await fetch_chunks(pool, params.corpus_id, list(best))
     ranked = _filtered(rows, best, params.path_regex, params.languages)[: params.top_k]
     return GraphResult(
         [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked],
         {cid: best[cid].provenance for cid in ranked},
     )
+
+
+async def _external_callers(
+    store: GraphStore,
+    pool: asyncpg.Pool,
+    key: str,
+    params: SearchParams,
+    settings: GraphSettings,
+    plan: _Plan,
+    terms: list[str],
+) -> GraphResult:
+    """No entity is named like the query: the code it names may live outside the corpus
+    ("shutil.get_terminal_size", "requests.get"). Its callers (or subclasses) in the corpus kept
+    it as an unresolved reference; they answer at one hop from it. Names only, not prose words."""
+    names = [t for t in terms if is_code_like(t)]
+    if not names or plan.direction == "out":  # callees / bases of an outside name: unknown
+        return GraphResult([], {})
+    types = [t for t in settings.entity_types if t in ("function", "class", "module", "variable")]
+    found = await store.find_unresolved_callers(key, names, types, settings.max_expansion)
+    best: dict[str, _Best] = {}
+    score = settings.hop_decay[1] * RELATIONSHIP_WEIGHT["calls"]
+    lowered = [n.lower() for n in names]
+    for entity in found:
+        ref = next(
+            (
+                u
+                for u in entity.unresolved
+                if any(u.lower() == n or u.lower().endswith("." + n) for n in lowered)
+            ),
+            names[0],
+        )
+        if not entity.chunk_id or entity.chunk_id in best:
+            continue
+        best[entity.chunk_id] = _Best(
+            score,
+            1,
+            entity.entity_id,
+            f"refers to {ref} (not defined in the corpus) hops=1",
+            common_pb2.GraphProvenance(
+                seed_entity=ref,
+                path=[ref, entity.qualified_name],
+                relationship_types=["calls"],
+                hops=1,
+                supporting_paths=1,
+                seed_match="unresolved",
+            ),
+        )
+    return await _ranked_result(pool, params, best)
 
 
 async def expand_context(

@@ -142,6 +142,19 @@ MATCH (e:Entity {{corpus_id: $corpus_id, chunk_id: cid}})
 RETURN {ENTITY_COLUMNS}
 """
 
+# Entities whose unresolved references name a term: the callers of code outside the corpus
+# ("requests.get", "shutil.get_terminal_size"). A scan, so only a fallback when no entity matches.
+# The ENDS WITH operand is parenthesized: FalkorDB binds `+` after ENDS WITH.
+FIND_UNRESOLVED_CALLERS = f"""
+UNWIND $terms AS term
+MATCH (e:Entity {{corpus_id: $corpus_id}})
+WHERE e.type IN $entity_types
+  AND any(u IN coalesce(e.unresolved, []) WHERE toLower(u) = term OR toLower(u) ENDS WITH ('.' + term))
+RETURN DISTINCT {ENTITY_COLUMNS}
+ORDER BY id
+LIMIT $limit
+"""
+
 FIND_BY_QNAME = f"""
 MATCH (e:Entity {{corpus_id: $corpus_id, qname_lower: $qname_lower}})
 WHERE e.qualified_name = $qualified_name
