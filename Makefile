@@ -84,9 +84,10 @@ load: install
 
 .PHONY: bench
 
-# Fusion gateway benchmark (bench/bench_fusion.py) against the services `make serve` starts: indexes
-# the installed click + rich (or PATH_TO_INDEX=...) if missing, then fused p50/p99/QPS at CONCURRENCY=16,
-# each leg direct, gateway overhead and time-to-answer with a hanging leg; writes bench/results/.
+# Fusion gateway benchmark (bench/bench_fusion.py) against the services `make serve` starts:
+# indexes the installed networkx + rich + click (~10.1k chunks; or PATH_TO_INDEX=...) if missing,
+# then fused p50/p99/QPS at CONCURRENCY=16, each leg direct, gateway overhead and the time to
+# answer with a hanging leg; writes bench/results/.
 BENCH_CONCURRENCY ?= 16
 bench: serve
 	$(PY) -m bench.bench_fusion --concurrency $(BENCH_CONCURRENCY) $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)

@@ -2,9 +2,10 @@
 gateway's own overhead, and the time to answer when a leg hangs.
 
 Assumes the services run (`make serve`, which `make bench` runs first) at the configured addresses.
-Indexes the corpus if the indexer does not list it yet: by default the installed `click` and `rich`
-packages (copied under bench/out/fusion-corpus), or any directory with --path (e.g. a CPython
-stdlib subset). Then, at --concurrency (16):
+Indexes the corpus if the indexer does not list it yet: by default the installed `networkx`, `rich`
+and `click` packages, about 10,100 chunks (copied under bench/out/fusion-corpus-10k; the first
+index takes ~7 minutes here), or any directory with --path (e.g. a CPython stdlib subset).
+Then, at --concurrency (16):
 
 - fused p50/p99 and QPS through the gateway (client-side latency),
 - each leg's p50/p99 called directly (same queries, same concurrency),
@@ -51,7 +52,7 @@ from tribrid.v1 import (
 )
 
 RESULTS = REPO_ROOT / "bench" / "results"
-CORPUS_COPY = REPO_ROOT / "bench" / "out" / "fusion-corpus"
+CORPUS_COPY = REPO_ROOT / "bench" / "out" / "fusion-corpus-10k"
 console = Console(width=max(Console().width, 120))
 
 QUERIES = [
@@ -80,7 +81,7 @@ QUERIES = [
 
 def default_sources() -> list[Path]:
     sources = []
-    for name in ("click", "rich"):
+    for name in ("networkx", "rich", "click"):  # ~10.1k chunks together
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.submodule_search_locations:
             raise SystemExit(f"{name} is not installed; pass --path")
@@ -380,7 +381,7 @@ def main() -> None:
     parser.add_argument(
         "--path", type=Path, default=None, help="directory to index (default: installed click + rich)"
     )
-    parser.add_argument("--corpus", default="bench-fusion")
+    parser.add_argument("--corpus", default="bench-fusion-10k")
     parser.add_argument("--reindex", action="store_true", help="index even if the corpus is listed")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--requests", type=int, default=800, help="requests per measurement")
