@@ -123,6 +123,7 @@ EXPECTED: dict[str, Expected] = {
             ("contains", "lib/report.Report", "lib/report.Report.render"),
         },
         edges={
+            ("references", "lib/format.pad", "lib/format.DEFAULT_WIDTH"),
             ("calls", "lib/format.Formatter.format", "lib/format.Formatter.line"),
             ("calls", "lib/format.Formatter.line", "lib/format.pad"),
             ("calls", "lib/report", "lib/report.build"),
@@ -196,6 +197,8 @@ EXPECTED: dict[str, Expected] = {
             ("contains", "src/view.Square", "src/view.Square.name"),
         },
         edges={
+            ("references", "src/view.perimeter", "src/view.Square"),
+            ("references", "src/view.ShapeView", "src/shapes.BaseShape"),
             ("calls", "src/shapes.BaseShape.describe", "src/shapes.round"),
             ("calls", "src/view.Square.area", "src/shapes.round"),
             ("calls", "src/view.perimeter", "src/shapes.round"),
@@ -272,6 +275,9 @@ EXPECTED: dict[str, Expected] = {
             ("contains", "store/store.Store", "store/store.Store.items"),
         },
         edges={
+            ("references", "store/store.New", "store/store.Store"),
+            ("references", "store/store.New", "store/store.Base"),
+            ("references", "store/store.Store.Put", "store/store.maxKeys"),
             ("calls", "cmd/main.main", "cmd/main.lookup"),
             ("calls", "cmd/main.main", "store/store.New"),
             ("calls", "store/reset.Store.reset", "store/reset.logReset"),
@@ -431,6 +437,10 @@ EXPECTED: dict[str, Expected] = {
             ("contains", "src/util.Limits", "src/util.Limits.standard"),
         },
         edges={
+            ("references", "src/lib.Counter.new", "src/lib.START"),
+            ("references", "src/lib.start", "src/lib.START"),
+            ("references", "src/util.clamp", "src/util.Limits"),
+            ("references", "src/lib.Counter", "src/util.Limits"),
             ("calls", "src/lib.Counter.bump", "src/util.clamp"),
             ("calls", "src/lib.Counter.new", "src/util.Limits.standard"),
             ("calls", "src/lib.Counter.tick", "src/lib.Counter.bump"),

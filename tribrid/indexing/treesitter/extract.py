@@ -42,6 +42,7 @@ from tribrid.indexing.treesitter.syntax import (
     imports,
     java_package,
     module_variables,
+    reads_in,
 )
 from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, Entity, Relation, stable_id
@@ -116,7 +117,8 @@ class _Extractor:
         top = {d.bytes for d in definitions}
         self.regions.append(_Region(self.graph.module_id, self.root, top))
         for region in self.regions:
-            self._link_calls(region)
+            called = self._link_calls(region)
+            self._link_reads(region, called)
 
     def finish(self) -> FileGraph:
         self.graph.entities = list(self._entities.values())
@@ -252,9 +254,12 @@ class _Extractor:
                 info.bases.append(outcome if isinstance(outcome, ModuleAttr) else None)
             self._link(class_id, outcome, "inherits", ".".join(parts))
 
-    def _link_calls(self, region: _Region) -> None:
+    def _link_calls(self, region: _Region) -> set[str]:
+        """Link the region's calls; returns the names its calls start with."""
         ignored = IGNORED_CALLS.get(self.language, frozenset())
+        heads: set[str] = set()
         for _node, call in calls_in(self.grammar, region.node, region.skip):
+            heads.add(call.parts[0])
             if len(call.parts) == 1 and call.parts[0] in ignored:
                 continue
             outcome: Outcome = None
@@ -263,6 +268,30 @@ class _Extractor:
             if outcome is None:
                 outcome = self._resolve(call.parts, region, call.scoped)
             self._link(region.owner_id, outcome, "calls", _written(call))
+        return heads
+
+    def _link_reads(self, region: _Region, called: set[str]) -> None:
+        """`references`, the fallback: a file-level definition or import the region uses other
+        than by calling it (a constant, a type in a signature, a function passed as a value).
+        Names the region declares itself shadow the file's; the region's own name is no use."""
+        # a class's bases are `inherits` already
+        bases = {
+            (b.start_byte, b.end_byte)
+            for cid, nodes in self.base_work
+            if cid == region.owner_id
+            for b in nodes
+        }
+        reads, declared = reads_in(self.grammar, region.node, region.skip | bases)
+        for name in reads:
+            if name in declared or name in called or name in region.self_names:
+                continue
+            binding = self.local.get(name)
+            if binding is None:
+                continue  # locals, builtins, other files' names: nothing to link
+            outcome = self._resolve([name], region, scoped=False)
+            if outcome == region.owner_id or outcome in region.class_ids:
+                continue  # itself, or the class it is a member of (a Go receiver, a Rust impl)
+            self._link(region.owner_id, outcome, "references", name)
 
     def _implicit_method(self, name: str, region: _Region) -> Outcome:
         for class_id in region.class_ids:

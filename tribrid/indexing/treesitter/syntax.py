@@ -137,6 +137,68 @@ def calls_in(grammar: str, node: Node, skip: set[tuple[int, int]]) -> Iterator[t
             yield current, call
 
 
+# Fields whose identifier names something rather than reads it: a declaration's name or pattern,
+# the member of `obj.member`, an assignment target.
+_NAMING_FIELDS = ("name", "pattern", "field", "property", "left", "key", "label")
+
+
+# Statements that bind names rather than use them.
+_BINDING_STATEMENTS = frozenset(
+    (
+        "import_statement",
+        "import_declaration",
+        "import_spec",
+        "use_declaration",
+        "package_clause",
+        "package_declaration",
+        "extern_crate_declaration",
+    )
+)
+
+
+@cache
+def _read_query(grammar: str) -> Query:
+    language = grammar_for(grammar)
+    kinds = [k for k in ("identifier", "type_identifier") if language.id_for_node_kind(k, True) is not None]
+    return Query(language, "[" + " ".join(f"({k})" for k in kinds) + "] @name")
+
+
+def _is_naming(node: Node) -> bool:
+    parent = node.parent
+    if parent is None:
+        return True
+    ancestor: Node | None = parent
+    while ancestor is not None:
+        if ancestor.type in _BINDING_STATEMENTS:
+            return True
+        ancestor = ancestor.parent
+    if "parameter" in parent.type or parent.type in ("expression_list", "identifier_list"):
+        # a parameter, or Go's `a, b := ...`: a local name (expression lists elsewhere are reads,
+        # but those are call arguments and returns of names bound here, rare enough to skip)
+        return True
+    return any(parent.child_by_field_name(f) == node for f in _NAMING_FIELDS)
+
+
+def reads_in(grammar: str, node: Node, skip: set[tuple[int, int]]) -> tuple[list[str], set[str]]:
+    """Names the subtree reads (source order, once each) and names it declares itself (locals,
+    parameters, its own members), leaving out the spans in skip."""
+    found = QueryCursor(_read_query(grammar)).captures(node).get("name", [])
+    spans = sorted(s for s in skip if s != (node.start_byte, node.end_byte))
+    starts = [s[0] for s in spans]
+    reads: dict[str, None] = {}
+    declared: set[str] = set()
+    for current in sorted(found, key=lambda n: n.start_byte):
+        index = bisect_right(starts, current.start_byte) - 1
+        if index >= 0 and current.end_byte <= spans[index][1]:
+            continue
+        name = text(current)
+        if _is_naming(current):
+            declared.add(name)
+        else:
+            reads.setdefault(name, None)
+    return list(reads), declared
+
+
 def _call(node: Node) -> Call | None:
     kind = node.type
     if kind == "method_invocation":  # Java: `obj.name(...)` or `name(...)`
