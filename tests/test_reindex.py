@@ -94,6 +94,13 @@ async def entity_table(stack: Stack, key: str) -> dict[str, tuple[str, str, str]
     return {e.entity_id: (e.type, e.qualified_name, e.file_path) for e in entities}
 
 
+async def all_entities(stack: Stack, key: str) -> set[tuple[str, str, str]]:
+    """(type, qualified name, file) of every entity of a graph generation."""
+    store = stack.resources.graph()
+    entities = await store.get_entities(key, await store.entity_ids(key))
+    return {(e.type, e.qualified_name, e.file_path) for e in entities}
+
+
 async def index(stack: Stack, embedder: Embedder, corpus_id: str, root: Path) -> indexer_pb2.IndexProgress:
     pipeline = IndexPipeline(stack.cfg, await stack.resources.pool(), stack.resources.graph(), embedder)
     last = indexer_pb2.IndexProgress()
@@ -118,6 +125,7 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     embedder = RecordingEmbedder(stack.resources.embedder())
     await index(stack, embedder, "reindex-inc", root)
     before = await snapshot(stack, "reindex-inc")
+    old_entities = await all_entities(stack, graph_key("reindex-inc", before.generation))
 
     # Unchanged: nothing embedded, nothing written, same generation.
     embedder.texts.clear()
@@ -155,6 +163,23 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     assert ("shop.orders.order_total", "calls", "shop.pricing.apply_tax") in after.relations
     assert ("shop.cart.Cart.total_price", "calls", "shop.pricing.compute_discount") in after.relations
     assert not any("Inventory" in source or "Inventory" in target for source, _t, target in after.relations)
+    # Exactly these changes, nothing else: chunks of the deleted file and the changed module chunk
+    # went, the new file's chunks and the changed chunk came; the same for entities and edges.
+    old_chunks, new_chunks = set(before.chunks.values()), set(after.chunks.values())
+    changed_old = {c for c in old_chunks if c[0] == "shop/pricing.py" and "TAX_RATE = 0.2" in c[3]}
+    changed_new = {c for c in new_chunks if c[0] == "shop/pricing.py" and "TAX_RATE = 0.25" in c[3]}
+    assert len(changed_old) == len(changed_new) == 1
+    assert old_chunks - new_chunks == {c for c in old_chunks if c[0] == "shop/inventory.py"} | changed_old
+    assert new_chunks - old_chunks == {c for c in new_chunks if c[0] == "shop/orders.py"} | changed_new
+    new_entities = await all_entities(stack, graph_key("reindex-inc", after.generation))
+    assert old_entities - new_entities == {e for e in old_entities if e[2] == "shop/inventory.py"} != set()
+    assert new_entities - old_entities == {e for e in new_entities if e[2] == "shop/orders.py"} != set()
+    assert before.relations - after.relations == {
+        r for r in before.relations if "shop.inventory" in r[0] or "shop.inventory" in r[2]
+    }
+    assert after.relations - before.relations == {
+        r for r in after.relations if "shop.orders" in r[0] or "shop.orders" in r[2]
+    }
     # The previous generation's graph is gone.
     assert (await stack.resources.graph().counts(graph_key("reindex-inc", before.generation)))[
         "entities"
