@@ -1,0 +1,62 @@
+"""The CLI as a user runs it: a subprocess talking to the running services."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from tests.conftest import SAMPLE_CORPUS, Stack
+from tribrid.config import REPO_ROOT
+from tribrid.v1 import indexer_pb2
+
+
+async def cli(stack: Stack, *args: str) -> tuple[int, str, str]:
+    env = {
+        **os.environ,
+        "TRIBRID_STATE_DIR": str(stack.cfg.state_dir),
+        "TRIBRID_POSTGRES__PORT": str(stack.cfg.postgres.port),
+        "TRIBRID_POSTGRES__DATABASE": stack.cfg.postgres.database,
+        "TRIBRID_GRAPH_STORE__FALKORDB_PORT": str(stack.cfg.graph_store.falkordb_port),
+        "TRIBRID_GRAPH_STORE__GRAPH_PREFIX": stack.cfg.graph_store.graph_prefix,
+        **{
+            f"TRIBRID_SERVICES__{name.upper()}_PORT": str(server.port)
+            for name, server in stack.servers.items()
+        },
+        "COLUMNS": "200",
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tribrid.cli",
+        *args,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_search_json_and_table(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+    code, out, err = await cli(stack, "search", "validate_card_number", "--corpus", SAMPLE_CORPUS, "--json")
+    assert code == 0, err
+    reply = json.loads(out)
+    assert reply["matches"][0]["symbol"] == "shop.payment.validate_card_number"
+    assert {leg["status"] for leg in reply["legs"]} == {"LEG_STATUS_OK"}
+    code, out, err = await cli(
+        stack, "search", "who calls checkout", "--corpus", SAMPLE_CORPUS, "--top-k", "3"
+    )
+    assert code == 0, err
+    assert "vector=OK" in out and "sparse=OK" in out and "graph=OK" in out
+    assert "shop.cart" in out or "shop." in out
+
+
+async def test_bad_search_exits_non_zero_with_the_reason(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    code, _out, err = await cli(stack, "search", "cart", "--corpus", "no-such-corpus")
+    assert code != 0
+    assert "INVALID_ARGUMENT" in err and "unknown corpus" in err
