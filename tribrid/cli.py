@@ -365,7 +365,8 @@ def demo() -> None:
     console.print(
         f"indexed: {last.files_seen} files, {last.chunks_total} chunks "
         f"({last.chunks_embedded} embedded now), "
-        f"{last.entities} entities, {last.relationships} relationships in {time.monotonic() - started:.1f}s"
+        f"{last.entities} entities, {last.relationships} relationships, {last.communities} communities, "
+        f"{last.unresolved_references} unresolved references in {time.monotonic() - started:.1f}s"
     )
     for query in DEMO_QUERIES:
         request = common_pb2.SearchRequest(corpus_id="demo-click", query=query, top_k=5)
