@@ -350,6 +350,7 @@ async def test_unresolved_references_and_communities_follow_the_corpus(stack: St
     assert back.communities == first.communities
     unchanged = await index(stack, embedder, corpus_id, root)
     assert (unchanged.message, unchanged.communities) == ("unchanged", first.communities)
+    assert unchanged.unresolved_references == first.unresolved_references == 1
 
 
 async def test_bad_files_are_skipped_and_counted_and_bad_requests_are_invalid(

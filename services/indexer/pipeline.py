@@ -332,6 +332,8 @@ class IndexPipeline:
         counts.entities = graph_counts.get("entities", 0)
         counts.relationships = graph_counts.get("relationships", 0)
         counts.communities = await self._graph.community_count(graph_key(corpus_id, generation))
+        stored = await self._graph.unresolved_refs(graph_key(corpus_id, generation))
+        counts.unresolved_references = sum(len(refs) for refs in stored.values())
         counts.chunks_total = int(
             await self._pool.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id) or 0
         )
