@@ -179,6 +179,18 @@ def hit_score(
     return score
 
 
+def _provenance(hit: TraversalHit, known: dict[str, Entity], match: str) -> common_pb2.GraphProvenance:
+    """How a traversal hit was reached, by qualified names (`known` holds every entity on its path)."""
+    return common_pb2.GraphProvenance(
+        seed_entity=known[hit.seed_id].qualified_name,
+        path=[known[eid].qualified_name if eid in known else eid for eid in hit.path],
+        relationship_types=list(hit.relationship_types),
+        hops=hit.hops,
+        supporting_paths=hit.supporting_paths,
+        seed_match=match,
+    )
+
+
 async def _names(store: GraphStore, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]) -> None:
     """Fill `known` with every entity on the hits' paths (most are hits or seeds already)."""
     for hit in hits:
@@ -288,14 +300,7 @@ async def graph_search(
                 hit.hops,
                 hit.entity.entity_id,
                 f"seed={seed.qualified_name} hops={hit.hops} via={via} paths={hit.supporting_paths}",
-                common_pb2.GraphProvenance(
-                    seed_entity=seed.qualified_name,
-                    path=[known[eid].qualified_name if eid in known else eid for eid in hit.path],
-                    relationship_types=list(hit.relationship_types),
-                    hops=hit.hops,
-                    supporting_paths=hit.supporting_paths,
-                    seed_match=seed_match(seed_score.get(hit.seed_id, 0.0)),
-                ),
+                _provenance(hit, known, seed_match(seed_score.get(hit.seed_id, 0.0))),
             ),
         )
 
@@ -401,14 +406,7 @@ async def expand_context(
             hit.hops,
             hit.entity.entity_id,
             f"from={seed.qualified_name} hops={hit.hops} via={','.join(hit.relationship_types)}",
-            common_pb2.GraphProvenance(
-                seed_entity=seed.qualified_name,
-                path=[known[eid].qualified_name if eid in known else eid for eid in hit.path],
-                relationship_types=list(hit.relationship_types),
-                hops=hit.hops,
-                supporting_paths=hit.supporting_paths,
-                seed_match="exact",
-            ),
+            _provenance(hit, known, "exact"),
         )
         current = best.get(cid)
         if current is None or candidate.key() < current.key():
