@@ -1,6 +1,6 @@
 """Real embedded PostgreSQL + FalkorDB: start, reuse, stop, stale pid files, busy ports, fallbacks.
 
-Uses its own state dir and ports (55632 / 56579) so it never touches the session stores of conftest.py.
+Uses its own state dir and OS-chosen ports, so it never touches the session stores of conftest.py.
 """
 
 from __future__ import annotations
@@ -22,9 +22,19 @@ from falkordb import FalkorDB
 from tribrid.config import TriBridConfig, load_config
 from tribrid.stores import embedded
 
-PG_PORT = 55632
-GRAPH_PORT = 56579
 HOST = "127.0.0.1"
+
+
+def _os_free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+# Chosen by the OS when the module loads: never the ports of `make up`, another checkout or a
+# test session next to this one.
+PG_PORT = _os_free_port()
+GRAPH_PORT = _os_free_port()
 
 
 def _port_free(port: int) -> bool:
@@ -59,9 +69,6 @@ def _redis_ping(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def cfg() -> Iterator[TriBridConfig]:
-    for port in (PG_PORT, GRAPH_PORT):
-        if not _port_free(port):
-            pytest.skip(f"port {port} is busy; these tests need it")
     state_dir = _reachable_tmp_dir("tribrid-stores-test-")
     config = load_config(
         state_dir=state_dir,
@@ -91,8 +98,8 @@ async def test_up_starts_working_servers_and_is_idempotent(stopped: TriBridConfi
     cfg = stopped
     lines: list[str] = []
     assert embedded.up(cfg, log=lines.append) is True
-    assert any(line.startswith("postgres: ") and "started on 127.0.0.1:55632" in line for line in lines)
-    assert any(line.startswith("falkordb: started on 127.0.0.1:56579") for line in lines)
+    assert any(line.startswith("postgres: ") and f"started on 127.0.0.1:{PG_PORT}" in line for line in lines)
+    assert any(line.startswith(f"falkordb: started on 127.0.0.1:{GRAPH_PORT}") for line in lines)
 
     conn = await asyncpg.connect(cfg.postgres.effective_dsn(), timeout=10)
     try:

@@ -4,11 +4,8 @@ the extra GraphSearch RPCs and communities."""
 from __future__ import annotations
 
 import itertools
-import os
-import statistics
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -16,10 +13,9 @@ import pytest
 from services.graph.search import detect_direction, seed_terms
 from tests.conftest import Stack
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
-from tribrid.graphstore import GraphStore, cypher, open_graph_store
+from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
-from tribrid.graphstore.cypher_store import CypherGraphStore
 from tribrid.models import Entity, Relation
 from tribrid.query_kind import detect_intent
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
@@ -571,59 +567,5 @@ async def test_communities_separate_planted_clusters(store: GraphStore, algorith
         assert stored == {**dict.fromkeys(left, 0), **dict.fromkeys(right, 1)}
         assert await store.community_count(k) == 2
         assert await store.entity_ids(k) == sorted([*left, *right, "alone"])
-    finally:
-        await store.delete_corpus(k)
-
-
-# --- seed-lookup latency (run with TRIBRID_GRAPH_BENCH=1) -----------------------------------------
-
-
-@pytest.mark.skipif(not os.environ.get("TRIBRID_GRAPH_BENCH"), reason="benchmark: set TRIBRID_GRAPH_BENCH=1")
-async def test_seed_lookup_latency_50k(store: GraphStore) -> None:
-    assert isinstance(store, CypherGraphStore)
-    corpus_id = f"b_{uuid.uuid4().hex[:10]}"
-    k = graph_key(corpus_id, 1)
-    await store.ensure_schema(k)
-    words = ["parse", "load", "save", "render", "compute", "fetch", "build", "check", "update", "send"]
-    nouns = ["config", "user", "order", "page", "token", "cache", "file", "item", "price", "event"]
-    entities = [
-        ent(
-            corpus_id,
-            f"{words[i % 10]}_{nouns[(i // 10) % 10]}_{i}",
-            qualified_name=f"pkg{i % 97}.mod{i % 13}.x{i}",
-        )
-        for i in range(50_000)
-    ]
-    await store.upsert_entities(k, entities)
-    terms = ["render_page_123", "compute_price", "fetch_user_7", "nothing_here"]
-    types = ["function", "class"]
-    try:
-        # The synthetic names are one fulltext word each; the old scan checks every entity.
-        async def old_scan() -> object:
-            return await store._read(
-                k,
-                cypher.FIND_SEEDS_SCAN,
-                terms=[t.lower() for t in terms],
-                entity_types=types,
-                limit=20,
-                exact_score=1.0,
-                prefix_score=0.7,
-                substring_score=0.4,
-            )
-
-        async def new_lookup() -> object:
-            return await store.find_seeds(k, terms, types, 20)
-
-        runs: list[tuple[str, Callable[[], Awaitable[object]]]] = [
-            ("old scan", old_scan),
-            ("new index", new_lookup),
-        ]
-        for label, run in runs:
-            timings = []
-            for _ in range(20):
-                started = time.perf_counter()
-                await run()
-                timings.append((time.perf_counter() - started) * 1000)
-            print(f"{label}: median {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms")
     finally:
         await store.delete_corpus(k)

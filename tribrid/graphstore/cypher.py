@@ -73,24 +73,6 @@ WHERE e.type IN $entity_types
 RETURN {ENTITY_COLUMNS}
 """
 
-# The old full scan (kept for the benchmark in tests/test_graph_leg.py; no longer used by find_seeds).
-FIND_SEEDS_SCAN = f"""
-MATCH (e:Entity {{corpus_id: $corpus_id}})
-WHERE e.type IN $entity_types
-WITH e, toLower(e.name) AS name, toLower(e.qualified_name) AS qname
-WHERE any(term IN $terms WHERE name CONTAINS term OR qname CONTAINS term)
-WITH e, reduce(best = 0.0, term IN $terms |
-    CASE
-        WHEN name = term OR qname = term THEN $exact_score
-        WHEN best < $prefix_score AND name STARTS WITH term THEN $prefix_score
-        WHEN best < $substring_score AND (name CONTAINS term OR qname CONTAINS term) THEN $substring_score
-        ELSE best
-    END) AS score
-RETURN {ENTITY_COLUMNS}, score
-ORDER BY score DESC, id ASC
-LIMIT $limit
-"""
-
 GET_ENTITIES = f"""
 UNWIND $ids AS entity_id
 MATCH (e:Entity {{corpus_id: $corpus_id, id: entity_id}})
