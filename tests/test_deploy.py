@@ -555,3 +555,20 @@ def test_image_default_config_validates(clean_env: pytest.MonkeyPatch) -> None:
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
     for needed in ("pyproject.toml", "protos", "tribrid", "services", "deploy", "deploy/docker"):
         assert needed not in ignored, f".dockerignore hides {needed}, which the build copies"
+
+
+def test_http_bridge_is_deployed_on_its_port_with_http_probes() -> None:
+    deployment = _get("Deployment", "tribrid-bridge")
+    (container,) = _containers(deployment)
+    assert container["args"] == ["serve", "bridge"]
+    port = ServicesConfig().bridge_port
+    assert [p["containerPort"] for p in container["ports"]] == [port]
+    probes = {
+        kind: container[kind]["httpGet"]["path"]
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe")
+    }
+    assert probes == {"startupProbe": "/healthz", "readinessProbe": "/readyz", "livenessProbe": "/healthz"}
+    service = _get("Service", "tribrid-bridge")
+    selector = service["spec"]["selector"]
+    assert selector and all(_pod_labels(deployment).get(k) == v for k, v in selector.items())
+    assert [p["port"] for p in service["spec"]["ports"]] == [port]
