@@ -21,6 +21,7 @@ from tests.conftest import FIXTURE_REPO, Stack
 from tribrid.config import REPO_ROOT, TriBridConfig
 from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
+from tribrid.graphstore.communities import detect_communities
 from tribrid.models import Entity, Relation
 from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import common_pb2, graph_pb2_grpc, indexer_pb2, indexer_pb2_grpc
@@ -283,6 +284,7 @@ async def _clean_corpora(stack: Stack) -> None:
         "reindex-refs",
         "reindex-bad",
         "reindex-nocomm",
+        "reindex-kept",
     ):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
@@ -319,6 +321,16 @@ async def test_unresolved_references_and_communities_follow_the_corpus(stack: St
 
     first = await index(stack, embedder, corpus_id, root)
     assert first.unresolved_references == 1 and first.communities >= 1
+    # computed from the run's own lists, they are what the stored graph gives
+    key = graph_key(corpus_id, first.generation)
+    gcfg = stack.cfg.graph
+    stored_ids = sorted(await store.entity_ids(key))
+    before_recompute = await store.community_of(key, stored_ids)
+    again = await detect_communities(
+        store, key, gcfg.community_algorithm, gcfg.community_seed, gcfg.community_resolution
+    )
+    assert again.communities == first.communities
+    assert await store.community_of(key, stored_ids) == before_recompute
     assert (await run_entity())[0] == ("json.dumps",)
     assert (await run_entity())[1] >= 0
     # the graph leg answers for code outside the corpus through the references kept
@@ -414,3 +426,50 @@ async def test_include_communities_false_skips_the_step(stack: Stack, tmp_path: 
     assert "communities" not in {e.phase for e in events} and events[-1].communities == 0
     key = graph_key("reindex-nocomm", events[-1].generation)
     assert await stack.resources.graph().community_count(key) == 0
+
+
+async def test_kept_parses_spare_unchanged_files_and_change_nothing(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pipeline, as in the indexer service: a re-index parses only what changed, and the result
+    is the same as a fresh index of the same tree."""
+    import services.indexer.pipeline as pipeline_module
+
+    parsed_paths: list[str] = []
+    real_parse_file = pipeline_module._parse_file
+
+    def counting_parse_file(corpus_id: str, source: object, cfg: object) -> object:
+        parsed_paths.append(source.path)  # type: ignore[attr-defined]
+        return real_parse_file(corpus_id, source, cfg)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline_module, "_parse_file", counting_parse_file)
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    pipeline = IndexPipeline(
+        stack.cfg, await stack.resources.pool(), stack.resources.graph(), stack.resources.embedder()
+    )
+
+    async def run(corpus_id: str, on: IndexPipeline) -> indexer_pb2.IndexProgress:
+        events = [event async for event in on.run(corpus_id, str(root))]
+        assert events[-1].done
+        return events[-1]
+
+    first = await run("reindex-kept", pipeline)
+    assert len(parsed_paths) == first.files_seen - first.files_skipped > 3
+    parsed_paths.clear()
+    edit_tree(root)  # one file changed, one deleted, one added
+    await run("reindex-kept", pipeline)
+    assert sorted(parsed_paths) == ["shop/orders.py", "shop/pricing.py"]
+    kept = await snapshot(stack, "reindex-kept")
+    fresh_pipeline = IndexPipeline(
+        stack.cfg, await stack.resources.pool(), stack.resources.graph(), stack.resources.embedder()
+    )
+    await run("reindex-fresh", fresh_pipeline)
+    fresh = await snapshot(stack, "reindex-fresh")
+    assert sorted(kept.chunks.values()) == sorted(fresh.chunks.values())
+    assert kept.relations == fresh.relations and kept.counts == fresh.counts
+    pipeline.forget("reindex-kept")
+    parsed_paths.clear()
+    (root / "shop" / "orders.py").write_text(NEW_MODULE + "\n# edited\n")
+    await run("reindex-kept", pipeline)
+    assert "shop/cart.py" in parsed_paths  # forgotten: everything is parsed again

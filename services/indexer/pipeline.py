@@ -127,27 +127,50 @@ def _walk(root: Path, cfg: TriBridConfig) -> tuple[list[SourceFile], list[Skippe
     return files, skipped
 
 
-def _parse(corpus_id: str, files: list[SourceFile], cfg: TriBridConfig) -> _Parsed:
+@dataclass(frozen=True, slots=True)
+class _FileParse:
+    """One file's parse, reusable while its content hash is the same."""
+
+    content_hash: str
+    chunks: list[Chunk]
+    graph: FileGraph | None
+    syntax_error: bool
+    failed: bool
+
+
+ParseCache = dict[str, _FileParse]  # corpus-relative path -> its last parse
+
+
+def _parse(corpus_id: str, files: list[SourceFile], cfg: TriBridConfig, cache: ParseCache | None) -> _Parsed:
+    """Chunks and graphs of these files; a file whose content the cache has seen is not parsed."""
     parsed = _Parsed()
     for source in files:
-        try:
-            result = chunk_file(corpus_id, source, cfg.indexer)
-        except Exception:  # a bug of ours on one odd file must not abort the whole run
-            log.exception("chunking %s failed; the file is skipped", source.path)
-            parsed.chunks_by_file[source.path] = []
+        kept = cache.get(source.path) if cache is not None else None
+        if kept is None or kept.content_hash != source.content_hash:
+            kept = _parse_file(corpus_id, source, cfg)
+            if cache is not None:
+                cache[source.path] = kept
+        parsed.chunks_by_file[source.path] = kept.chunks
+        parsed.syntax_errors += int(kept.syntax_error)
+        if kept.failed:
             parsed.failed.append(source.path)
-            continue
-        parsed.chunks_by_file[source.path] = result.chunks
-        parsed.syntax_errors += int(result.syntax_error)
-        try:
-            graph = extract_file(corpus_id, source, result)
-        except Exception:  # its chunks stay searchable; only its graph is missing
-            log.exception("graph extraction of %s failed; its chunks are kept", source.path)
-            parsed.failed.append(source.path)
-            continue
-        if graph is not None:
-            parsed.graphs.append(graph)
+        if kept.graph is not None:
+            parsed.graphs.append(kept.graph)
     return parsed
+
+
+def _parse_file(corpus_id: str, source: SourceFile, cfg: TriBridConfig) -> _FileParse:
+    try:
+        result = chunk_file(corpus_id, source, cfg.indexer)
+    except Exception:  # a bug of ours on one odd file must not abort the whole run
+        log.exception("chunking %s failed; the file is skipped", source.path)
+        return _FileParse(source.content_hash, [], None, False, True)
+    try:
+        graph = extract_file(corpus_id, source, result)
+    except Exception:  # its chunks stay searchable; only its graph is missing
+        log.exception("graph extraction of %s failed; its chunks are kept", source.path)
+        return _FileParse(source.content_hash, result.chunks, None, result.syntax_error, True)
+    return _FileParse(source.content_hash, result.chunks, graph, result.syntax_error, False)
 
 
 # Unresolved references kept per entity: enough to answer "who calls requests.get", bounded so a
@@ -184,6 +207,12 @@ class IndexPipeline:
         self._graph = graph
         self._embedder = embedder
         self._locks: dict[str, asyncio.Lock] = {}
+        # corpus -> the last parse of each of its files (indexer.keep_parses)
+        self._parses: dict[str, ParseCache] = {}
+
+    def forget(self, corpus_id: str) -> None:
+        """Drop what this process keeps of a corpus (after DeleteCorpus)."""
+        self._parses.pop(corpus_id, None)
 
     async def run(self, corpus_id: str, path: str) -> AsyncIterator[indexer_pb2.IndexProgress]:
         validate_corpus_id(corpus_id)
@@ -221,11 +250,16 @@ class IndexPipeline:
         parsed = _Parsed()
         chunks: list[Chunk] = []
         vectors: list[np.ndarray] = []
-        async for event in self._parse_and_embed(corpus_id, changed, parsed, chunks, vectors, counts):
+        cache = self._parses.setdefault(corpus_id, {}) if self._cfg.indexer.keep_parses else None
+        async for event in self._parse_and_embed(corpus_id, changed, parsed, chunks, vectors, counts, cache):
             yield event
         unchanged = [f for f in files if f.path not in parsed.chunks_by_file]
         with counts.timed("parse"):
-            parsed.add(await asyncio.to_thread(_parse, corpus_id, unchanged, self._cfg))
+            # the other files' parses, for cross-file resolution: kept from earlier runs if we can
+            parsed.add(await asyncio.to_thread(_parse, corpus_id, unchanged, self._cfg, cache))
+        if cache is not None:
+            for gone in set(cache) - {f.path for f in files}:
+                del cache[gone]
         counts.syntax_errors = parsed.syntax_errors
         if parsed.failed:
             counts.skipped["parse_failed"] += len(parsed.failed)
@@ -255,6 +289,8 @@ class IndexPipeline:
                     self._cfg.graph.community_algorithm,
                     self._cfg.graph.community_seed,
                     self._cfg.graph.community_resolution,
+                    # what the new generation holds: written just now from these lists
+                    known=([e.entity_id for e in entities], [(r.source_id, r.target_id) for r in relations]),
                 )
             counts.communities = communities.communities
 
@@ -286,6 +322,7 @@ class IndexPipeline:
         chunks: list[Chunk],
         vectors: list[np.ndarray],
         counts: _Counts,
+        cache: ParseCache | None,
     ) -> AsyncIterator[indexer_pb2.IndexProgress]:
         """Parse changed files in steps; each step runs while the previous batch is being embedded."""
         yield counts.event("embedding")
@@ -294,7 +331,7 @@ class IndexPipeline:
         in_flight_size = 0
         for files in _batches(changed, PARSE_BATCH):
             with counts.timed("parse"):
-                step = await asyncio.to_thread(_parse, corpus_id, files, self._cfg)
+                step = await asyncio.to_thread(_parse, corpus_id, files, self._cfg, cache)
             parsed.add(step)
             new_chunks = [c for f in files for c in step.chunks_by_file[f.path]]
             chunks.extend(new_chunks)

@@ -46,6 +46,7 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         if generation is not None:  # PostgreSQL went first: searches no longer see the corpus
             await discard_uncommitted(self._graph, request.corpus_id, generation)
             await drop_generation(self._graph, request.corpus_id, generation)
+        self._pipeline.forget(request.corpus_id)
         return indexer_pb2.DeleteCorpusResponse(deleted=deleted is not None, chunks_deleted=deleted or 0)
 
     async def ListCorpora(

@@ -114,15 +114,20 @@ async def detect_communities(
     algorithm: Algorithm,
     seed: int,
     resolution: float = 1.0,
+    *,
+    known: tuple[list[str], list[tuple[str, str]]] | None = None,
 ) -> CommunityResult:
     """Detect communities in the graph stored under `key` and store them on its entities.
 
-    Reads all entity ids and relations, runs igraph off the event loop, then writes every
-    entity's `community` property in batches. Returns counts and the modularity.
+    Reads all entity ids and relations (unless the caller `known`s them: the indexer has just
+    written exactly those), runs igraph off the event loop, then writes every entity's
+    `community` property in batches. Returns counts and the modularity.
     """
-    ids = await store.entity_ids(key)
-    relations = await store.all_relations(key)
-    edges = [(r.source_id, r.target_id) for r in relations]
+    if known is not None:
+        ids, edges = known
+    else:
+        ids = await store.entity_ids(key)
+        edges = [(r.source_id, r.target_id) for r in await store.all_relations(key)]
     result = await asyncio.to_thread(compute_communities, ids, edges, algorithm, seed, resolution)
     await store.set_communities(key, result.membership)
     return result
