@@ -36,6 +36,44 @@ _MAX_BINDING_HOPS = 16  # re-export chains longer than this are treated as unres
 
 
 @dataclass(frozen=True, slots=True)
+class EntitySite:
+    """Where a file's entities live: its corpus, its path, and the chunk holding each line."""
+
+    corpus_id: str
+    path: str
+    chunk_at: list[str]  # line number -> the first chunk holding it ("" if none)
+
+
+def record_entity(
+    entities: dict[str, Entity],
+    types: dict[str, str],
+    site: EntitySite,
+    type_: str,
+    name: str,
+    qualified: str,
+    span: tuple[int, int],
+    chunk: str = "",
+) -> str:
+    """Add an entity (if its id is new: a redefinition, overload or setter keeps the first) and
+    return its stable id. It points at `chunk`, else at the chunk holding its first line."""
+    entity_id = stable_id(site.corpus_id, site.path, type_, qualified)
+    if entity_id not in entities:
+        entities[entity_id] = Entity(
+            entity_id=entity_id,
+            corpus_id=site.corpus_id,
+            type=type_,
+            name=name,
+            qualified_name=qualified,
+            file_path=site.path,
+            start_line=span[0],
+            end_line=span[1],
+            chunk_id=chunk or (site.chunk_at[span[0]] if type_ != "module" else ""),
+        )
+        types[entity_id] = type_
+    return entity_id
+
+
+@dataclass(frozen=True, slots=True)
 class UnresolvedRef:
     """A call or base class whose target is not known, e.g. `obj.unknown` or an external library."""
 
@@ -375,21 +413,8 @@ class _FileExtractor:
     def _add_entity(
         self, type_: str, name: str, qualified: str, span: tuple[int, int], chunk: str = ""
     ) -> str:
-        entity_id = stable_id(self.corpus_id, self.path, type_, qualified)
-        if entity_id not in self._entities:  # a redefinition (property setter, if/else def) keeps the first
-            self._entities[entity_id] = Entity(
-                entity_id=entity_id,
-                corpus_id=self.corpus_id,
-                type=type_,
-                name=name,
-                qualified_name=qualified,
-                file_path=self.path,
-                start_line=span[0],
-                end_line=span[1],
-                chunk_id=chunk or (self.chunk_at[span[0]] if type_ != "module" else ""),
-            )
-            self.types[entity_id] = type_
-        return entity_id
+        site = EntitySite(self.corpus_id, self.path, self.chunk_at)
+        return record_entity(self._entities, self.types, site, type_, name, qualified, span, chunk)
 
     def _relate(self, source_id: str, target_id: str, type_: str) -> None:
         self.graph.relations.append(Relation(source_id, target_id, type_))

@@ -16,6 +16,7 @@ from tribrid.indexing.python_graph import (
     Binding,
     ClassInfo,
     Definition,
+    EntitySite,
     FileGraph,
     MethodLookup,
     ModuleAttr,
@@ -24,6 +25,7 @@ from tribrid.indexing.python_graph import (
     UnresolvedRef,
     edge_to,
     find_method,
+    record_entity,
 )
 from tribrid.indexing.treesitter import outline as ol
 from tribrid.indexing.treesitter.parsers import first_line, grammar_name, last_line, text
@@ -45,7 +47,7 @@ from tribrid.indexing.treesitter.syntax import (
     reads_in,
 )
 from tribrid.indexing.walker import SourceFile
-from tribrid.models import Chunk, Entity, Relation, stable_id
+from tribrid.models import Chunk, Entity, Relation
 
 Kind = Literal["calls", "inherits", "references"]
 Outcome = str | Symbolic | None
@@ -219,21 +221,8 @@ class _Extractor:
         self.graph.exports.setdefault(name, binding)
 
     def _entity(self, type_: str, name: str, qualified: str, span: tuple[int, int], chunk: str = "") -> str:
-        entity_id = stable_id(self.corpus_id, self.path, type_, qualified)
-        if entity_id not in self._entities:  # overloads and redefinitions keep the first
-            self._entities[entity_id] = Entity(
-                entity_id=entity_id,
-                corpus_id=self.corpus_id,
-                type=type_,
-                name=name,
-                qualified_name=qualified,
-                file_path=self.path,
-                start_line=span[0],
-                end_line=span[1],
-                chunk_id=chunk or (self.chunk_at[span[0]] if type_ != "module" else ""),
-            )
-            self.types[entity_id] = type_
-        return entity_id
+        site = EntitySite(self.corpus_id, self.path, self.chunk_at)
+        return record_entity(self._entities, self.types, site, type_, name, qualified, span, chunk)
 
     def _relate(self, source_id: str, target_id: str, type_: str) -> None:
         self.graph.relations.append(Relation(source_id, target_id, type_))
