@@ -496,17 +496,7 @@ class _FileExtractor:
     ) -> None:
         if outcome is _Silent.IGNORE:
             return
-        if isinstance(outcome, str):
-            edge = edge_to(kind, source_id, outcome, self.types, self.graph.classes)
-            if edge is not None:
-                self.graph.relations.append(edge)
-                return
-            outcome = None
-        if outcome is None:
-            if kind != "references":
-                self.graph.unresolved.append(UnresolvedRef(source_id, written, kind))
-            return
-        self.graph.pending.append(PendingRef(source_id, outcome, kind, written))
+        link_ref(self.graph, self.types, source_id, outcome, kind, written)
 
 
 # --- syntax helpers --------------------------------------------------------------------------------
@@ -660,6 +650,29 @@ def find_method(
         return None
 
     return search(class_id, not skip_own)
+
+
+def link_ref(
+    graph: FileGraph,
+    types: dict[str, str],
+    source_id: str,
+    target: str | Symbolic | None,
+    kind: Literal["calls", "inherits", "references"],
+    written: str,
+) -> None:
+    """Record one reference of a file: an edge when it resolved to an entity here, pending when
+    only the corpus can tell, else unresolved (a read that resolves to nothing is just dropped)."""
+    if isinstance(target, str):
+        edge = edge_to(kind, source_id, target, types, graph.classes)
+        if edge is not None:
+            graph.relations.append(edge)
+            return
+        target = None
+    if target is None:
+        if kind != "references":
+            graph.unresolved.append(UnresolvedRef(source_id, written, kind))
+        return
+    graph.pending.append(PendingRef(source_id, target, kind, written))
 
 
 def edge_to(

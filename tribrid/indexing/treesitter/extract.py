@@ -20,11 +20,9 @@ from tribrid.indexing.python_graph import (
     FileGraph,
     MethodLookup,
     ModuleAttr,
-    PendingRef,
     Symbolic,
-    UnresolvedRef,
-    edge_to,
     find_method,
+    link_ref,
     record_entity,
 )
 from tribrid.indexing.treesitter import outline as ol
@@ -325,17 +323,7 @@ class _Extractor:
         return None if found is None else MethodLookup(class_id, name, skip_own)
 
     def _link(self, source_id: str, outcome: Outcome, kind: Kind, written: str) -> None:
-        if isinstance(outcome, str):
-            edge = edge_to(kind, source_id, outcome, self.types, self.graph.classes)
-            if edge is not None:
-                self.graph.relations.append(edge)
-                return
-            outcome = None
-        if outcome is None:
-            if kind != "references":
-                self.graph.unresolved.append(UnresolvedRef(source_id, written, kind))
-            return
-        self.graph.pending.append(PendingRef(source_id, outcome, kind, written))
+        link_ref(self.graph, self.types, source_id, outcome, kind, written)
 
 
 def _written(call: Call) -> str:
