@@ -23,8 +23,15 @@ from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
 from tribrid.models import Entity, Relation
-from tribrid.stores.postgres import corpus_generation
-from tribrid.v1 import common_pb2, graph_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+from tribrid.stores.postgres import committed, corpus_generation
+from tribrid.v1 import (
+    common_pb2,
+    graph_pb2_grpc,
+    indexer_pb2,
+    indexer_pb2_grpc,
+    sparse_pb2_grpc,
+    vector_pb2_grpc,
+)
 
 NEW_MODULE = '''"""Orders."""
 
@@ -64,11 +71,13 @@ async def snapshot(stack: Stack, corpus_id: str) -> Snapshot:
     pool = await stack.resources.pool()
     generation = await corpus_generation(pool, corpus_id)
     assert generation is not None
+    # What searches see: the rows of the committed generation.
     rows = await pool.fetch(
         "SELECT chunk_id, file_path, start_line, end_line, content, embedding"
-        " FROM chunks WHERE corpus_id = $1",
+        f" FROM chunks c WHERE corpus_id = $1 AND {committed('c')}",
         corpus_id,
     )
+    assert len({r["chunk_id"] for r in rows}) == len(rows), "a chunk id is visible twice"
     store = stack.resources.graph()
     key = graph_key(corpus_id, generation)
     relations = await store.all_relations(key)
@@ -238,7 +247,9 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
             while line := await worker.stdout.readline():
                 event = json.loads(line)
                 phases.append(event["phase"])
+                # Killed once its first embedded batch is in PostgreSQL, hidden as the next generation.
                 if event["phase"] == "embedding" and event.get("chunksEmbedded", 0) > 0:
+                    await wait_for_hidden_rows(stack, corpus_id, before.generation)
                     worker.send_signal(signal.SIGKILL)
                     break
     finally:
@@ -255,6 +266,18 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
     )
 
     # The previous generation is what searches see, whole and without duplicates.
+    assert await hidden_rows(stack, corpus_id, before.generation) > 0
+    for leg, stub_class in (
+        ("vector", vector_pb2_grpc.VectorSearchStub),
+        ("sparse", sparse_pb2_grpc.SparseSearchStub),
+    ):
+        async with stack.channel(leg) as channel:
+            reply = await stub_class(channel).Search(
+                common_pb2.SearchRequest(corpus_id=corpus_id, query="helper_0_3 generated", top_k=50),
+                timeout=30,
+            )
+        paths = {m.file_path for m in reply.matches}
+        assert reply.matches and not any(p.startswith("shop/generated_") for p in paths), (leg, paths)
     middle = await snapshot(stack, corpus_id)
     assert middle.generation == before.generation
     assert middle.chunks == before.chunks
@@ -269,6 +292,29 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
     assert "junk" not in done.entities
     assert ("shop.orders.order_total", "calls", "shop.pricing.apply_tax") in done.relations
     assert sum(1 for path, *_r in done.chunks.values() if path.startswith("shop/generated_")) == 60 * 12
+    # The killed run's rows were discarded, not merged: every row is now visible, once.
+    pool = await stack.resources.pool()
+    assert await pool.fetchval("SELECT count(*) FROM chunks WHERE corpus_id = $1", corpus_id) == len(
+        done.chunks
+    )
+    assert await hidden_rows(stack, corpus_id, done.generation) == 0
+
+
+async def hidden_rows(stack: Stack, corpus_id: str, generation: int) -> int:
+    """Chunk rows written for a generation after `generation`, which searches must not see."""
+    pool = await stack.resources.pool()
+    count: int = await pool.fetchval(
+        "SELECT count(*) FROM chunks WHERE corpus_id = $1 AND generation > $2", corpus_id, generation
+    )
+    return count
+
+
+async def wait_for_hidden_rows(stack: Stack, corpus_id: str, generation: int) -> None:
+    for _ in range(1200):  # up to a minute
+        if await hidden_rows(stack, corpus_id, generation) > 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the index run wrote no rows of its next generation within a minute")
 
 
 @pytest.fixture(autouse=True)

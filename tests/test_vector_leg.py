@@ -10,7 +10,7 @@ import grpc
 import numpy as np
 import pytest
 
-from services.indexer.pg_writer import FileRecord, RunWrite, apply_run, delete_corpus
+from services.indexer.pg_writer import CorpusInfo, FileRecord, RunCommit, apply_run, delete_corpus
 from services.vector.search import build_hnsw_query, build_probe, vector_search
 from services.vector.service import VectorServicer
 from tests.conftest import SAMPLE_CORPUS, Stack
@@ -60,17 +60,16 @@ async def write_corpus(
     files = {c.file_path: c.language for c in chunks}
     await apply_run(
         pool,
-        RunWrite(
+        CorpusInfo(corpus_id, "/synthetic", stack.resources.embedder().name, vectors.shape[1]),
+        RunCommit(
             corpus_id=corpus_id,
             root_path="/synthetic",
-            embedding_model=stack.resources.embedder().name,
-            embedding_dim=vectors.shape[1],
             replaced_files=[FileRecord(p, stable_id(p), lang) for p, lang in files.items()],
             deleted_files=[],
-            chunks=chunks,
-            vectors=vectors,
             base_generation=0,
         ),
+        chunks,
+        vectors,
     )
     return chunks
 

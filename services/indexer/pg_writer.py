@@ -1,9 +1,17 @@
-"""Bulk writes of one index run into PostgreSQL, in one transaction (all or nothing)."""
+"""Bulk writes of index runs into PostgreSQL.
+
+A run writes its chunks as generation G+1 while it is still embedding, batch after batch
+(`write_chunks`); searches see only rows of the committed generation G, so those rows stay hidden.
+`commit_run` then deletes the rows they replace and flips the corpus to G+1 in one transaction.
+An interrupted run leaves hidden rows behind, which the next run discards (`discard_uncommitted`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import asyncpg
@@ -15,6 +23,7 @@ from tribrid.text import to_tsvector_literal, tokenize
 _CHUNK_COLS = [
     "corpus_id",
     "chunk_id",
+    "generation",
     "file_path",
     "start_line",
     "end_line",
@@ -36,22 +45,44 @@ class FileRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class RunWrite:
-    """Everything one index run changes in PostgreSQL."""
-
+class CorpusInfo:
     corpus_id: str
     root_path: str
     embedding_model: str
     embedding_dim: int
-    replaced_files: Sequence[FileRecord]  # new or changed: their old chunks go, new chunks come
+
+
+@dataclass(frozen=True, slots=True)
+class RunCommit:
+    """What a run changes besides its chunk rows: the file list, and the generation it flips."""
+
+    corpus_id: str
+    root_path: str
+    replaced_files: Sequence[FileRecord]  # new or changed: their old chunks go
     deleted_files: Sequence[str]
-    chunks: Sequence[Chunk]  # chunks of replaced_files
-    vectors: np.ndarray  # one row per chunk
     base_generation: int  # the generation this run started from; it commits base_generation + 1
+
+
+# The advisory lock of a corpus's index runs ($1: the corpus id).
+_RUN_LOCK = "hashtextextended('tribrid-index:' || $1, 0)"
 
 
 class GenerationConflict(Exception):
     """Another run committed a generation of this corpus while this one was working."""
+
+
+@asynccontextmanager
+async def run_lock(pool: asyncpg.Pool, corpus_id: str) -> AsyncIterator[None]:
+    """Hold the corpus's index lock: runs of one corpus in any process take turns.
+
+    A session advisory lock on its own connection: a crashed process's lock goes with its connection.
+    """
+    async with pool.acquire() as conn:
+        await conn.execute(f"SELECT pg_advisory_lock({_RUN_LOCK})", corpus_id)
+        try:
+            yield
+        finally:
+            await conn.execute(f"SELECT pg_advisory_unlock({_RUN_LOCK})", corpus_id)
 
 
 async def load_file_hashes(pool: asyncpg.Pool, corpus_id: str) -> dict[str, str]:
@@ -59,16 +90,42 @@ async def load_file_hashes(pool: asyncpg.Pool, corpus_id: str) -> dict[str, str]
     return {r["file_path"]: r["content_hash"] for r in rows}
 
 
-def _chunk_records(write: RunWrite) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+async def discard_uncommitted(pool: asyncpg.Pool, corpus_id: str) -> int:
+    """Delete the hidden rows an interrupted run left; returns how many chunks went."""
+    status: str = await pool.execute(
+        """DELETE FROM chunks c USING corpora k
+           WHERE c.corpus_id = $1 AND k.corpus_id = $1 AND c.generation > k.generation""",
+        corpus_id,
+    )
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def ensure_corpus(pool: asyncpg.Pool, info: CorpusInfo) -> None:
+    """The corpus row the run's rows hang on; a new corpus stays unsearchable (generation 0) until its
+    first run commits."""
+    await pool.execute(
+        """INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim)
+           VALUES ($1, $2, $3, $4) ON CONFLICT (corpus_id) DO NOTHING""",
+        info.corpus_id,
+        info.root_path,
+        info.embedding_model,
+        info.embedding_dim,
+    )
+
+
+def _chunk_records(
+    corpus_id: str, generation: int, chunks: Sequence[Chunk], vectors: np.ndarray
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     chunk_rows: list[tuple[object, ...]] = []
     posting_rows: list[tuple[object, ...]] = []
-    for chunk, vector in zip(write.chunks, write.vectors, strict=True):
+    for chunk, vector in zip(chunks, vectors, strict=True):
         terms = tokenize(chunk.embed_text)
         tsv, length = to_tsvector_literal(terms)
         chunk_rows.append(
             (
-                write.corpus_id,
+                corpus_id,
                 chunk.chunk_id,
+                generation,
                 chunk.file_path,
                 chunk.start_line,
                 chunk.end_line,
@@ -82,32 +139,17 @@ def _chunk_records(write: RunWrite) -> tuple[list[tuple[object, ...]], list[tupl
             )
         )
         for term, tf in Counter(terms).items():
-            posting_rows.append((write.corpus_id, term, chunk.chunk_id, tf, length))
+            posting_rows.append((corpus_id, term, chunk.chunk_id, generation, tf, length))
     return chunk_rows, posting_rows
 
 
-async def apply_run(pool: asyncpg.Pool, write: RunWrite) -> int:
-    """Replace the chunks of changed and deleted files and commit generation base + 1, atomically."""
-    chunk_rows, posting_rows = _chunk_records(write)
-    gone = [f.file_path for f in write.replaced_files] + list(write.deleted_files)
+async def write_chunks(
+    pool: asyncpg.Pool, corpus_id: str, generation: int, chunks: Sequence[Chunk], vectors: np.ndarray
+) -> None:
+    """Add chunk rows (with their postings) as `generation`, hidden until that generation commits."""
+    # Tokenizing is pure Python: in a thread, so the event loop keeps serving while it runs.
+    chunk_rows, posting_rows = await asyncio.to_thread(_chunk_records, corpus_id, generation, chunks, vectors)
     async with pool.acquire() as conn, conn.transaction():
-        await conn.execute(
-            """INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim)
-               VALUES ($1, $2, $3, $4)
-               ON CONFLICT (corpus_id) DO UPDATE SET root_path = EXCLUDED.root_path""",
-            write.corpus_id,
-            write.root_path,
-            write.embedding_model,
-            write.embedding_dim,
-        )
-        # Lock the corpus row: two runs on one corpus take turns instead of interleaving.
-        await conn.execute("SELECT 1 FROM corpora WHERE corpus_id = $1 FOR UPDATE", write.corpus_id)
-        await conn.execute(
-            "DELETE FROM chunks WHERE corpus_id = $1 AND file_path = ANY($2::text[])", write.corpus_id, gone
-        )
-        await conn.execute(
-            "DELETE FROM files WHERE corpus_id = $1 AND file_path = ANY($2::text[])", write.corpus_id, gone
-        )
         # COPY has no binary tsvector encoder in asyncpg: stage the tsvector as text, cast on insert.
         await conn.execute(
             "CREATE TEMP TABLE chunk_stage (LIKE chunks INCLUDING DEFAULTS) ON COMMIT DROP;"
@@ -120,38 +162,69 @@ async def apply_run(pool: asyncpg.Pool, write: RunWrite) -> int:
             "FROM chunk_stage"
         )
         await conn.copy_records_to_table(
-            "postings", records=posting_rows, columns=["corpus_id", "term", "chunk_id", "tf", "doc_terms"]
+            "postings",
+            records=posting_rows,
+            columns=["corpus_id", "term", "chunk_id", "generation", "tf", "doc_terms"],
+        )
+
+
+async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
+    """Delete the replaced files' rows and make generation base + 1 the searched one, atomically."""
+    gone = [f.file_path for f in run.replaced_files] + list(run.deleted_files)
+    async with pool.acquire() as conn, conn.transaction():
+        generation: int | None = await conn.fetchval(
+            "SELECT generation FROM corpora WHERE corpus_id = $1 FOR UPDATE", run.corpus_id
+        )
+        if generation != run.base_generation:  # raising rolls the whole transaction back
+            raise GenerationConflict(
+                f"corpus {run.corpus_id!r} is at generation {generation}, "
+                f"this run started from {run.base_generation}"
+            )
+        await conn.execute(
+            "DELETE FROM chunks WHERE corpus_id = $1 AND file_path = ANY($2::text[]) AND generation <= $3",
+            run.corpus_id,
+            gone,
+            run.base_generation,
+        )
+        await conn.execute(
+            "DELETE FROM files WHERE corpus_id = $1 AND file_path = ANY($2::text[])", run.corpus_id, gone
         )
         await conn.copy_records_to_table(
             "files",
-            records=[
-                (write.corpus_id, f.file_path, f.content_hash, f.language) for f in write.replaced_files
-            ],
+            records=[(run.corpus_id, f.file_path, f.content_hash, f.language) for f in run.replaced_files],
             columns=["corpus_id", "file_path", "content_hash", "language"],
         )
-        generation: int | None = await conn.fetchval(
+        await conn.execute(
             """UPDATE corpora SET
                    generation = $2::bigint + 1,
+                   root_path = $3,
                    updated_at = now(),
                    chunk_count = s.n,
                    avg_chunk_terms = s.avg_terms
                FROM (SELECT count(*) AS n, coalesce(avg(term_count), 0) AS avg_terms
                      FROM chunks WHERE corpus_id = $1) s
-               WHERE corpus_id = $1 AND generation = $2::bigint
-               RETURNING generation""",
-            write.corpus_id,
-            write.base_generation,
+               WHERE corpus_id = $1""",
+            run.corpus_id,
+            run.base_generation,
+            run.root_path,
         )
-        if generation is None:  # raising rolls the whole transaction back
-            raise GenerationConflict(
-                f"corpus {write.corpus_id!r} moved past generation {write.base_generation} during this run"
-            )
-    return generation
+    return run.base_generation + 1
+
+
+async def apply_run(
+    pool: asyncpg.Pool, info: CorpusInfo, run: RunCommit, chunks: Sequence[Chunk], vectors: np.ndarray
+) -> int:
+    """A whole run's PostgreSQL writes at once: the chunks, then the commit."""
+    await ensure_corpus(pool, info)
+    await write_chunks(pool, run.corpus_id, run.base_generation + 1, chunks, vectors)
+    return await commit_run(pool, run)
 
 
 async def delete_corpus(pool: asyncpg.Pool, corpus_id: str) -> int | None:
     """Delete a corpus and everything in it; None if it did not exist, else its chunk count."""
     async with pool.acquire() as conn, conn.transaction():
+        # Waits for a run of this corpus in progress (it holds the lock for its whole run).
+        await conn.execute(f"SELECT pg_advisory_xact_lock({_RUN_LOCK})", corpus_id)
         count = await conn.fetchval(
             "SELECT chunk_count FROM corpora WHERE corpus_id = $1 FOR UPDATE", corpus_id
         )

@@ -1,12 +1,16 @@
 """One index run: walk -> diff by content hash -> chunk + extract -> embed changed -> write both stores.
 
-Consistency: each run builds the next index generation. The graph of generation G+1 is written
-under its own key beside G; PostgreSQL then replaces the changed files' chunks and flips the
-corpus to G+1 in one transaction. Searches read the generation PostgreSQL names, so an
-interrupted run leaves G searchable, and the next run discards the half-built G+1 and redoes it.
+Consistency: each run builds the next index generation. Its chunk rows go into PostgreSQL as
+generation G+1, hidden from searches, and the graph of G+1 is written under its own key beside G;
+one PostgreSQL transaction then deletes the rows the changed files replace and flips the corpus
+to G+1. Searches read the generation PostgreSQL names, so an interrupted run leaves G searchable,
+and the next run discards the half-built G+1 and redoes it. Runs of one corpus take turns, across
+processes too (an advisory lock).
 
-Throughput: parsing (Python, holds the GIL) of the next files overlaps the embedding of the
-previous batch (torch, releases it); an unchanged corpus costs only the walk and the hashes.
+Throughput: three things overlap. Parsing (Python, holds the GIL) of the next files runs while
+the previous batch is embedded (torch, releases it), and each embedded batch is written to
+PostgreSQL (`_RowStream`) while the next ones embed. An unchanged corpus costs only the walk and
+the hashes.
 """
 
 from __future__ import annotations
@@ -23,13 +27,19 @@ from pathlib import Path
 import asyncpg
 import numpy as np
 
-from services.indexer.graph_writer import (
-    GraphChange,
+from services.indexer import graph_writer
+from services.indexer.graph_writer import GraphChange, drop_generation, write_next_generation
+from services.indexer.pg_writer import (
+    CorpusInfo,
+    FileRecord,
+    RunCommit,
+    commit_run,
     discard_uncommitted,
-    drop_generation,
-    write_next_generation,
+    ensure_corpus,
+    load_file_hashes,
+    run_lock,
+    write_chunks,
 )
-from services.indexer.pg_writer import FileRecord, RunWrite, apply_run, load_file_hashes
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
@@ -200,6 +210,53 @@ def _batches(items: list[SourceFile], size: int) -> Iterator[list[SourceFile]]:
         yield items[start : start + size]
 
 
+class _RowStream:
+    """Writes embedded batches to PostgreSQL one after another, behind the embedding.
+
+    The rows are generation G+1, hidden until the run commits. The queue is bounded, so a slow
+    database holds the embedding back instead of piling batches up in memory. A failed write
+    fails the run at its next batch.
+    """
+
+    QUEUE_BATCHES = 4
+
+    def __init__(self, pool: asyncpg.Pool, corpus_id: str, generation: int, counts: _Counts) -> None:
+        self._pool = pool
+        self._corpus_id = corpus_id
+        self._generation = generation
+        self._counts = counts
+        self._queue: asyncio.Queue[tuple[list[Chunk], np.ndarray] | None] = asyncio.Queue(self.QUEUE_BATCHES)
+        self._error: BaseException | None = None
+        self._task = asyncio.create_task(self._drain())
+
+    async def put(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        await self._queue.put((chunks, vectors))
+
+    async def finish(self) -> None:
+        """Wait until every batch is written; raises the first write error."""
+        await self._queue.put(None)
+        await self._task
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        """Stop writing (a run that failed or was cancelled); harmless after finish."""
+        self._task.cancel()
+
+    async def _drain(self) -> None:
+        while (item := await self._queue.get()) is not None:
+            if self._error is not None:
+                continue  # keep taking batches, so put() never blocks on a dead writer
+            try:
+                # Busy time of a background writer: it overlaps embedding, not added to the run.
+                with self._counts.timed("postgres_rows"):
+                    await write_chunks(self._pool, self._corpus_id, self._generation, *item)
+            except Exception as error:  # reported by the next put() or by finish()
+                self._error = error
+
+
 class IndexPipeline:
     def __init__(self, cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder) -> None:
         self._cfg = cfg
@@ -221,8 +278,8 @@ class IndexPipeline:
             raise invalid(f"path {path!r} must be an absolute directory path")
         if not await asyncio.to_thread(root.is_dir):
             raise invalid(f"path {path!r} does not exist or is not a directory")
-        # One run per corpus at a time in this process; the generation check guards across processes.
-        async with self._locks.setdefault(corpus_id, asyncio.Lock()):
+        # One run per corpus at a time, in this process and (the PostgreSQL lock) across processes.
+        async with self._locks.setdefault(corpus_id, asyncio.Lock()), run_lock(self._pool, corpus_id):
             async for event in self._run(corpus_id, root):
                 yield event
 
@@ -236,6 +293,8 @@ class IndexPipeline:
             committed = await corpus_generation(self._pool, corpus_id)
             old_hashes = await load_file_hashes(self._pool, corpus_id) if committed is not None else {}
         base = committed or 0
+        with counts.timed("postgres"):
+            await discard_uncommitted(self._pool, corpus_id)
         changed = [f for f in files if old_hashes.get(f.path) != f.content_hash]
         deleted = sorted(set(old_hashes) - {f.path for f in files})
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
@@ -246,13 +305,20 @@ class IndexPipeline:
             return
 
         with counts.timed("graph"):
-            await discard_uncommitted(self._graph, corpus_id, base)
+            await graph_writer.discard_uncommitted(self._graph, corpus_id, base)
+        await ensure_corpus(
+            self._pool, CorpusInfo(corpus_id, str(root), self._embedder.name, self._embedder.dim)
+        )
         parsed = _Parsed()
-        chunks: list[Chunk] = []
-        vectors: list[np.ndarray] = []
         cache = self._parses.setdefault(corpus_id, {}) if self._cfg.indexer.keep_parses else None
-        async for event in self._parse_and_embed(corpus_id, changed, parsed, chunks, vectors, counts, cache):
-            yield event
+        rows = _RowStream(self._pool, corpus_id, base + 1, counts)
+        try:
+            async for event in self._parse_and_embed(corpus_id, changed, parsed, rows, counts, cache):
+                yield event
+            with counts.timed("postgres_wait"):
+                await rows.finish()
+        finally:
+            rows.close()
         unchanged = [f for f in files if f.path not in parsed.chunks_by_file]
         with counts.timed("parse"):
             # the other files' parses, for cross-file resolution: kept from earlier runs if we can
@@ -296,17 +362,13 @@ class IndexPipeline:
 
         yield counts.event("writing")
         with counts.timed("postgres"):
-            counts.generation = await apply_run(
+            counts.generation = await commit_run(
                 self._pool,
-                RunWrite(
+                RunCommit(
                     corpus_id=corpus_id,
                     root_path=str(root),
-                    embedding_model=self._embedder.name,
-                    embedding_dim=self._embedder.dim,
                     replaced_files=[FileRecord(f.path, f.content_hash, f.language) for f in changed],
                     deleted_files=deleted,
-                    chunks=chunks,
-                    vectors=np.vstack(vectors) if vectors else np.zeros((0, self._embedder.dim), np.float32),
                     base_generation=base,
                 ),
             )
@@ -319,50 +381,50 @@ class IndexPipeline:
         corpus_id: str,
         changed: list[SourceFile],
         parsed: _Parsed,
-        chunks: list[Chunk],
-        vectors: list[np.ndarray],
+        rows: _RowStream,
         counts: _Counts,
         cache: ParseCache | None,
     ) -> AsyncIterator[indexer_pb2.IndexProgress]:
-        """Parse changed files in steps; each step runs while the previous batch is being embedded."""
+        """Parse changed files in steps; each step runs while the previous batch is being embedded,
+        and each embedded batch goes to PostgreSQL while the next one embeds."""
         yield counts.event("embedding")
         pending: list[Chunk] = []
-        in_flight: asyncio.Task[np.ndarray] | None = None
-        in_flight_size = 0
+        in_flight: tuple[list[Chunk], asyncio.Task[np.ndarray]] | None = None
         for files in _batches(changed, PARSE_BATCH):
             with counts.timed("parse"):
                 step = await asyncio.to_thread(_parse, corpus_id, files, self._cfg, cache)
             parsed.add(step)
             new_chunks = [c for f in files for c in step.chunks_by_file[f.path]]
-            chunks.extend(new_chunks)
             pending.extend(new_chunks)
             counts.chunks_to_embed += len(new_chunks)
             while len(pending) >= EMBED_BATCH:
                 if in_flight is not None:
-                    vectors.append(await self._finish(in_flight, counts))
-                    counts.chunks_embedded += in_flight_size
+                    await self._finish(in_flight, rows, counts)
                     yield counts.event("embedding")
                 batch, pending = pending[:EMBED_BATCH], pending[EMBED_BATCH:]
-                in_flight, in_flight_size = self._start_embedding(batch), len(batch)
+                in_flight = self._start_embedding(batch)
         if pending:
             if in_flight is not None:
-                vectors.append(await self._finish(in_flight, counts))
-                counts.chunks_embedded += in_flight_size
+                await self._finish(in_flight, rows, counts)
                 yield counts.event("embedding")
-            in_flight, in_flight_size = self._start_embedding(pending), len(pending)
+            in_flight = self._start_embedding(pending)
         if in_flight is not None:
-            vectors.append(await self._finish(in_flight, counts))
-            counts.chunks_embedded += in_flight_size
+            await self._finish(in_flight, rows, counts)
             yield counts.event("embedding")
 
-    def _start_embedding(self, batch: list[Chunk]) -> asyncio.Task[np.ndarray]:
-        return asyncio.create_task(self._embedder.embed([c.embed_text for c in batch]))
+    def _start_embedding(self, batch: list[Chunk]) -> tuple[list[Chunk], asyncio.Task[np.ndarray]]:
+        return batch, asyncio.create_task(self._embedder.embed([c.embed_text for c in batch]))
 
     @staticmethod
-    async def _finish(task: asyncio.Task[np.ndarray], counts: _Counts) -> np.ndarray:
+    async def _finish(
+        in_flight: tuple[list[Chunk], asyncio.Task[np.ndarray]], rows: _RowStream, counts: _Counts
+    ) -> None:
+        batch, task = in_flight
         # Only the wait is counted: embedding that overlapped parsing costs the run nothing extra.
         with counts.timed("embed_wait"):
-            return await task
+            vectors = await task
+        counts.chunks_embedded += len(batch)
+        await rows.put(batch, vectors)
 
     async def _report_unchanged(self, corpus_id: str, generation: int, counts: _Counts) -> None:
         graph_counts = await self._graph.counts(graph_key(corpus_id, generation))

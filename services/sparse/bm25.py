@@ -34,14 +34,15 @@ _COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
 
 _STATS = """
     corpus AS (
-        SELECT chunk_count::float8 AS n, greatest(avg_chunk_terms, 1.0) AS avgdl
+        SELECT chunk_count::float8 AS n, greatest(avg_chunk_terms, 1.0) AS avgdl, generation
         FROM corpora WHERE corpus_id = $1
     ), q AS (
         SELECT t.term, t.req, t.ord FROM unnest($2::text[], $3::bool[]) WITH ORDINALITY AS t(term, req, ord)
     ), df AS (
         SELECT q.term, q.req, q.ord,
-               (SELECT count(*) FROM postings p WHERE p.corpus_id = $1 AND p.term = q.term) AS df
-        FROM q
+               (SELECT count(*) FROM postings p
+                WHERE p.corpus_id = $1 AND p.term = q.term AND p.generation <= corpus.generation) AS df
+        FROM q, corpus
     ), idf AS (
         SELECT df.term, df.req, ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5)) AS idf,
                CASE WHEN df.req THEN row_number() OVER (PARTITION BY df.req ORDER BY df.df, df.ord) END
@@ -60,22 +61,25 @@ def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
     $8 any-term fallback, then the filter's."""
     flt = chunk_filter(params, first_arg=9)
     if flt.clauses:
-        join = f"JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = s.chunk_id WHERE true{flt.sql()}"
+        join = (
+            "JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = s.chunk_id AND c.generation = s.generation"
+            f" WHERE true{flt.sql()}"
+        )
     else:
         join = ""
     sql = f"""
         WITH {_STATS}, scored AS (
-            SELECT p.chunk_id, {_BM25} AS score,
+            SELECT p.chunk_id, p.generation, {_BM25} AS score,
                    coalesce(bit_or(1::bigint << (idf.rarity - 1)::int) FILTER (WHERE idf.req), 0::bigint)
                        AS mask,
                    array_agg(p.term ORDER BY p.term) AS matched
             FROM postings p JOIN idf ON idf.term = p.term CROSS JOIN corpus
-            WHERE p.corpus_id = $1 AND p.term = ANY($2::text[])
-            GROUP BY p.chunk_id
+            WHERE p.corpus_id = $1 AND p.term = ANY($2::text[]) AND p.generation <= corpus.generation
+            GROUP BY p.chunk_id, p.generation  -- one generation per chunk is committed at a time
         ), full_mask AS (
             SELECT (1::bigint << count(*)::int) - 1 AS m FROM q WHERE q.req
         ), leveled AS (
-            SELECT s.chunk_id, s.score, s.matched,
+            SELECT s.chunk_id, s.generation, s.score, s.matched,
                    length(ltrim(((SELECT m FROM full_mask) # s.mask)::bit(64)::text, '0')) AS level
             FROM scored s {join}
         ), pick AS MATERIALIZED (  -- once: inlined, it was re-aggregated for every row
@@ -89,7 +93,8 @@ def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
         )
         SELECT {_COLS}, top.score, top.matched, top.level,
                (SELECT array_agg(term ORDER BY rarity) FROM idf WHERE req) AS by_rarity
-        FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
+        FROM top
+        JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.is_match DESC, top.score DESC, top.chunk_id"""
     return sql, flt.args
 
@@ -100,19 +105,21 @@ def build_tsquery_query(params: SearchParams) -> tuple[str, list[object]]:
     flt = chunk_filter(params, first_arg=8)
     sql = f"""
         WITH {_STATS}, cand AS (
-            SELECT c.chunk_id FROM chunks c
-            WHERE c.corpus_id = $1 AND c.tsv @@ $7::tsquery{flt.sql()}
+            SELECT c.chunk_id, c.generation FROM chunks c, corpus
+            WHERE c.corpus_id = $1 AND c.generation <= corpus.generation AND c.tsv @@ $7::tsquery{flt.sql()}
         ), top AS (
-            SELECT p.chunk_id, {_BM25} AS score, array_agg(p.term ORDER BY p.term) AS matched
+            SELECT p.chunk_id, p.generation, {_BM25} AS score, array_agg(p.term ORDER BY p.term) AS matched
             FROM cand
-            JOIN postings p ON p.corpus_id = $1 AND p.chunk_id = cand.chunk_id AND p.term = ANY($2::text[])
+            JOIN postings p ON p.corpus_id = $1 AND p.chunk_id = cand.chunk_id
+                AND p.generation = cand.generation AND p.term = ANY($2::text[])
             JOIN idf ON idf.term = p.term CROSS JOIN corpus
-            GROUP BY p.chunk_id
+            GROUP BY p.chunk_id, p.generation
             ORDER BY score DESC, p.chunk_id
             LIMIT $6
         )
         SELECT {_COLS}, top.score, top.matched
-        FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
+        FROM top
+        JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.score DESC, top.chunk_id"""
     return sql, flt.args
 

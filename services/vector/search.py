@@ -22,7 +22,7 @@ import numpy as np
 
 from tribrid.config import VectorConfig
 from tribrid.search_common import RequestError, ScoredChunk, SearchParams, chunk_filter, invalid
-from tribrid.stores.postgres import CHUNK_COLUMNS, OPCLASS, chunk_row
+from tribrid.stores.postgres import CHUNK_COLUMNS, OPCLASS, chunk_row, committed
 
 Metric = Literal["cosine", "l2", "inner_product"]
 
@@ -49,7 +49,10 @@ def build_probe(params: SearchParams) -> tuple[str, list[object]]:
                -- stale after an index run, a bitmap scan + sort could otherwise look cheaper
                set_config('enable_sort', 'off', false) AS no_sort,
                (SELECT embedding_model FROM corpora WHERE corpus_id = $3) AS model,
-               (SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.corpus_id = $3{flt.sql()} LIMIT $4) s)
+               (SELECT count(*) FROM (
+                   SELECT 1 FROM chunks c
+                   WHERE c.corpus_id = $3 AND {committed("c", "$3")}{flt.sql()} LIMIT $4
+               ) s)
                    AS allowed"""
     return sql, flt.args
 
@@ -62,7 +65,7 @@ def build_hnsw_query(metric: str, params: SearchParams) -> tuple[str, list[objec
     sql = f"""
         SELECT {_COLS}, {to_similarity.format(d=distance)} AS score
         FROM chunks c
-        WHERE c.corpus_id = $1{flt.sql()}
+        WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
         ORDER BY {distance}
         LIMIT $3"""
     return sql, flt.args
@@ -74,14 +77,16 @@ def build_exact_query(metric: str, params: SearchParams) -> tuple[str, list[obje
     flt = chunk_filter(params, first_arg=4)
     sql = f"""
         WITH allowed AS MATERIALIZED (
-            SELECT c.chunk_id, c.embedding FROM chunks c WHERE c.corpus_id = $1{flt.sql()}
+            SELECT c.chunk_id, c.generation, c.embedding FROM chunks c
+            WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
         ), top AS (
-            SELECT a.chunk_id, a.embedding {op} $2 AS distance FROM allowed a
+            SELECT a.chunk_id, a.generation, a.embedding {op} $2 AS distance FROM allowed a
             ORDER BY a.embedding {op} $2, a.chunk_id
             LIMIT $3
         )
         SELECT {_COLS}, {to_similarity.format(d="top.distance")} AS score
-        FROM top JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id
+        FROM top JOIN chunks c
+            ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.distance, top.chunk_id"""
     return sql, flt.args
 

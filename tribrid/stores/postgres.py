@@ -69,7 +69,31 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         );
         CREATE INDEX postings_by_chunk ON postings (corpus_id, chunk_id);
         """,
+        # Rows carry the index generation that wrote them, so a run can stream its rows in while it
+        # embeds: they stay hidden (generation > the corpus's) until the run commits.
+        """
+        ALTER TABLE postings DROP CONSTRAINT postings_corpus_id_chunk_id_fkey;
+        ALTER TABLE chunks ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+        ALTER TABLE chunks DROP CONSTRAINT chunks_pkey;
+        ALTER TABLE chunks ADD PRIMARY KEY (corpus_id, chunk_id, generation);
+        ALTER TABLE postings ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+        ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+        ALTER TABLE postings ADD PRIMARY KEY (corpus_id, term, chunk_id, generation);
+        DROP INDEX postings_by_chunk;
+        CREATE INDEX postings_by_chunk ON postings (corpus_id, chunk_id, generation);
+        ALTER TABLE postings ADD FOREIGN KEY (corpus_id, chunk_id, generation)
+            REFERENCES chunks (corpus_id, chunk_id, generation) ON DELETE CASCADE;
+        """,
     ]
+
+
+def committed(alias: str, corpus_arg: str = "$1") -> str:
+    """SQL condition: the row belongs to the corpus's committed generation.
+
+    An index run writes its rows as generation G+1 while it embeds; they become visible when the
+    run flips the corpus to G+1, in the same transaction that deletes the rows they replace.
+    """
+    return f"{alias}.generation <= (SELECT generation FROM corpora WHERE corpus_id = {corpus_arg})"
 
 
 async def migrate(conn: asyncpg.Connection, dim: int, vector: VectorConfig) -> int:
@@ -132,7 +156,8 @@ def chunk_row(record: asyncpg.Record) -> ChunkRow:
 
 async def fetch_chunks(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
     rows = await pool.fetch(
-        f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE corpus_id = $1 AND chunk_id = ANY($2::text[])",
+        f"SELECT {CHUNK_COLUMNS} FROM chunks c"
+        f" WHERE c.corpus_id = $1 AND c.chunk_id = ANY($2::text[]) AND {committed('c')}",
         corpus_id,
         list(chunk_ids),
     )
@@ -140,22 +165,23 @@ async def fetch_chunks(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[s
 
 
 async def corpus_exists(pool: asyncpg.Pool, corpus_id: str) -> bool:
-    return bool(await pool.fetchval("SELECT EXISTS (SELECT 1 FROM corpora WHERE corpus_id = $1)", corpus_id))
+    """True once a run of this corpus has committed (a first run still in progress does not count)."""
+    return await corpus_generation(pool, corpus_id) is not None
 
 
 async def list_corpora(pool: asyncpg.Pool) -> list[dict[str, Any]]:
     rows = await pool.fetch(
         """SELECT c.corpus_id, c.root_path, c.generation, c.chunk_count, c.embedding_model,
                   c.updated_at, (SELECT count(*) FROM files f WHERE f.corpus_id = c.corpus_id) AS files
-           FROM corpora c ORDER BY c.corpus_id"""
+           FROM corpora c WHERE c.generation > 0 ORDER BY c.corpus_id"""
     )
     return [dict(r) for r in rows]
 
 
 async def corpus_generation(pool: asyncpg.Pool, corpus_id: str) -> int | None:
-    """The corpus's last complete index generation (None: no such corpus).
+    """The corpus's last complete index generation (None: no such corpus, or none committed yet).
 
     The graph of that generation is stored under `graphstore.base.graph_key(corpus_id, generation)`.
     """
     value = await pool.fetchval("SELECT generation FROM corpora WHERE corpus_id = $1", corpus_id)
-    return None if value is None else int(value)
+    return None if value is None or value == 0 else int(value)
