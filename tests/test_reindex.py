@@ -16,7 +16,7 @@ import grpc
 import numpy as np
 import pytest
 
-from services.indexer.pipeline import IndexPipeline
+from services.indexer.pipeline import INDEX_FORMAT, IndexPipeline
 from tests.conftest import FIXTURE_REPO, Stack
 from tribrid.config import REPO_ROOT, TriBridConfig
 from tribrid.embedding import Embedder, Vectors
@@ -331,6 +331,7 @@ async def _clean_corpora(stack: Stack) -> None:
         "reindex-bad",
         "reindex-nocomm",
         "reindex-kept",
+        "reindex-format",
     ):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
@@ -472,6 +473,34 @@ async def test_include_communities_false_skips_the_step(stack: Stack, tmp_path: 
     assert "communities" not in {e.phase for e in events} and events[-1].communities == 0
     key = graph_key("reindex-nocomm", events[-1].generation)
     assert await stack.resources.graph().community_count(key) == 0
+
+
+async def test_a_corpus_of_an_older_index_format_is_redone_whole(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    first = await index(stack, stack.resources.embedder(), "reindex-format", root)
+    before = await snapshot(stack, "reindex-format")
+    pool = await stack.resources.pool()
+    # As if the corpus had been indexed by an older release, which chunked differently.
+    await pool.execute(
+        "UPDATE corpora SET index_format = $2 WHERE corpus_id = $1", "reindex-format", INDEX_FORMAT - 1
+    )
+
+    embedder = RecordingEmbedder(stack.resources.embedder())
+    redone = await index(stack, embedder, "reindex-format", root)
+    assert redone.files_changed == first.files_changed > 0 and redone.files_deleted == 0
+    assert len(embedder.texts) == len(before.chunks)
+    assert redone.generation == first.generation + 1
+    # Every row is the new generation's, and nothing else changed.
+    generations = await pool.fetch(
+        "SELECT DISTINCT generation FROM chunks WHERE corpus_id = $1", "reindex-format"
+    )
+    assert [r["generation"] for r in generations] == [redone.generation]
+    after = await snapshot(stack, "reindex-format")
+    assert after.chunks == before.chunks and after.relations == before.relations
+
+    again = await index(stack, embedder, "reindex-format", root)
+    assert again.message == "unchanged" and again.generation == redone.generation
 
 
 async def test_kept_parses_spare_unchanged_files_and_change_nothing(

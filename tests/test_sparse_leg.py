@@ -218,3 +218,15 @@ async def test_sample_corpus_identifier_and_words(
     in_cart = full(await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS))
     assert in_cart and all(m.file_path == "shop/cart.py" for m in in_cart)
     assert np.isfinite([m.score for m in in_cart]).all()
+
+
+async def test_header_labels_are_not_terms(stack: Stack, words: list[Chunk]) -> None:
+    # Every chunk's context header says "# file: <path>"; only chunks that mention a file match.
+    found = await search(stack, "file", top_k=10)
+    assert sorted(m.file_path for m in found) == [
+        "cfg/kebab.md",
+        "cfg/loader.py",
+        "cfg/other.py",
+        "cfg/snake.py",
+        "cfg/words.txt",
+    ]

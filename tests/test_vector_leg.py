@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from services.indexer.pg_writer import CorpusInfo, FileRecord, RunCommit, apply_run, delete_corpus
+from services.indexer.pipeline import INDEX_FORMAT
 from services.vector.search import build_hnsw_query, build_probe, vector_search
 from services.vector.service import VectorServicer
 from tests.conftest import SAMPLE_CORPUS, Stack
@@ -67,6 +68,7 @@ async def write_corpus(
             replaced_files=[FileRecord(p, stable_id(p), lang) for p, lang in files.items()],
             deleted_files=[],
             base_generation=0,
+            index_format=INDEX_FORMAT,
         ),
         chunks,
         vectors,

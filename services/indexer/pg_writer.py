@@ -9,6 +9,7 @@ An interrupted run leaves hidden rows behind, which the next run discards (`disc
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -61,6 +62,7 @@ class RunCommit:
     replaced_files: Sequence[FileRecord]  # new or changed: their old chunks go
     deleted_files: Sequence[str]
     base_generation: int  # the generation this run started from; it commits base_generation + 1
+    index_format: int  # how its chunks were made (pipeline.INDEX_FORMAT)
 
 
 # The advisory lock of a corpus's index runs ($1: the corpus id).
@@ -90,6 +92,13 @@ async def load_file_hashes(pool: asyncpg.Pool, corpus_id: str) -> dict[str, str]
     return {r["file_path"]: r["content_hash"] for r in rows}
 
 
+async def load_index_format(pool: asyncpg.Pool, corpus_id: str) -> int | None:
+    value: int | None = await pool.fetchval(
+        "SELECT index_format FROM corpora WHERE corpus_id = $1", corpus_id
+    )
+    return value
+
+
 async def discard_uncommitted(pool: asyncpg.Pool, corpus_id: str) -> int:
     """Delete the hidden rows an interrupted run left; returns how many chunks went."""
     status: str = await pool.execute(
@@ -113,13 +122,26 @@ async def ensure_corpus(pool: asyncpg.Pool, info: CorpusInfo) -> None:
     )
 
 
+# Labels of the context header the chunker puts above a chunk's code (`# file: a/b.py`): the same
+# in every chunk, so as terms they only match everything. Their values (path, class) stay.
+_HEADER_LABEL = re.compile(r"^# (?:file|class|module|section):", re.MULTILINE)
+
+
+def sparse_text(chunk: Chunk) -> str:
+    """What BM25 indexes: the chunk's embedding text without the header's labels."""
+    header_length = len(chunk.embed_text) - len(chunk.content)
+    if header_length <= 0 or not chunk.embed_text.endswith(chunk.content):
+        return chunk.embed_text
+    return _HEADER_LABEL.sub("#", chunk.embed_text[:header_length]) + chunk.content
+
+
 def _chunk_records(
     corpus_id: str, generation: int, chunks: Sequence[Chunk], vectors: np.ndarray
 ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     chunk_rows: list[tuple[object, ...]] = []
     posting_rows: list[tuple[object, ...]] = []
     for chunk, vector in zip(chunks, vectors, strict=True):
-        terms = tokenize(chunk.embed_text)
+        terms = tokenize(sparse_text(chunk))
         tsv, length = to_tsvector_literal(terms)
         chunk_rows.append(
             (
@@ -198,6 +220,7 @@ async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
             """UPDATE corpora SET
                    generation = $2::bigint + 1,
                    root_path = $3,
+                   index_format = $4,
                    updated_at = now(),
                    chunk_count = s.n,
                    avg_chunk_terms = s.avg_terms
@@ -207,6 +230,7 @@ async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
             run.corpus_id,
             run.base_generation,
             run.root_path,
+            run.index_format,
         )
     return run.base_generation + 1
 

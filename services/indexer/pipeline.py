@@ -37,6 +37,7 @@ from services.indexer.pg_writer import (
     discard_uncommitted,
     ensure_corpus,
     load_file_hashes,
+    load_index_format,
     run_lock,
     write_chunks,
 )
@@ -55,6 +56,11 @@ from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import indexer_pb2
 
 log = logging.getLogger(__name__)
+
+# How files become chunks and postings. Bump it when chunking, chunk headers or tokenizing change:
+# the next run of an older corpus then redoes every file instead of mixing the two formats.
+#   1: Python chunked by tree-sitter; BM25 postings leave out the chunk header's labels.
+INDEX_FORMAT = 1
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -292,10 +298,11 @@ class IndexPipeline:
             counts.skipped.update(s.reason for s in skipped)
             committed = await corpus_generation(self._pool, corpus_id)
             old_hashes = await load_file_hashes(self._pool, corpus_id) if committed is not None else {}
+            same_format = await load_index_format(self._pool, corpus_id) == INDEX_FORMAT
         base = committed or 0
         with counts.timed("postgres"):
             await discard_uncommitted(self._pool, corpus_id)
-        changed = [f for f in files if old_hashes.get(f.path) != f.content_hash]
+        changed = [f for f in files if old_hashes.get(f.path) != f.content_hash or not same_format]
         deleted = sorted(set(old_hashes) - {f.path for f in files})
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
         counts.generation = base
@@ -370,6 +377,7 @@ class IndexPipeline:
                     replaced_files=[FileRecord(f.path, f.content_hash, f.language) for f in changed],
                     deleted_files=deleted,
                     base_generation=base,
+                    index_format=INDEX_FORMAT,
                 ),
             )
         with counts.timed("graph"):

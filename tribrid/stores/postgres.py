@@ -84,6 +84,9 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         ALTER TABLE postings ADD FOREIGN KEY (corpus_id, chunk_id, generation)
             REFERENCES chunks (corpus_id, chunk_id, generation) ON DELETE CASCADE;
         """,
+        # How the committed generation was chunked and tokenized (the indexer's INDEX_FORMAT): a run
+        # under another format redoes every file, so a corpus never mixes the two.
+        "ALTER TABLE corpora ADD COLUMN index_format int NOT NULL DEFAULT 0",
     ]
 
 
