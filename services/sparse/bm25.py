@@ -38,7 +38,7 @@ _STATS = """
         FROM corpora WHERE corpus_id = $1
     ), q AS (
         SELECT t.term, t.req, t.ord FROM unnest($2::text[], $3::bool[]) WITH ORDINALITY AS t(term, req, ord)
-    ), df AS (
+    ), df AS MATERIALIZED (  -- once: inlined, each of idf's three uses of df.df re-counted it
         SELECT q.term, q.req, q.ord,
                (SELECT count(*) FROM postings p
                 WHERE p.corpus_id = $1 AND p.term = q.term AND p.generation <= corpus.generation) AS df
