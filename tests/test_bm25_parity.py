@@ -4,7 +4,7 @@ bm25s's Lucene variant uses idf = ln(1 + (N - df + 0.5) / (df + 0.5)) like ours 
 weight tf / (tf + k1 * (1 - b + b * |d| / avgdl)); ours keeps the classic (k1 + 1) factor, a
 constant that changes no ranking, so the reference scores are multiplied by (k1 + 1).
 200 synthetic code-like documents go through the indexer's real writer; the reference is fed
-`tribrid.text.tokenize` of the same indexed text.
+`tribrid.text.tokenize` of the same indexed text (`pg_writer.sparse_text`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import bm25s  # type: ignore[import-untyped]
 import numpy as np
 import pytest
 
+from services.indexer.pg_writer import sparse_text
 from tests.conftest import Stack
 from tests.test_vector_leg import synth_vectors, write_corpus
 from tribrid.models import Chunk
@@ -96,7 +97,7 @@ def assert_same_top10(
 
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.4), (2.0, 0.9), (0.5, 0.0)])
 async def test_bm25_matches_reference(stack: Stack, parity: list[Chunk], k1: float, b: float) -> None:
-    tokens = [tokenize(c.embed_text) for c in parity]
+    tokens = [tokenize(sparse_text(c)) for c in parity]  # what the indexer writes as postings
     ids = [c.chunk_id for c in parity]
     reference = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
     reference.index(tokens, show_progress=False)
