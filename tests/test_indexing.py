@@ -12,7 +12,8 @@ import pytest
 
 from tribrid.config import IndexerConfig
 from tribrid.indexing.chunker import ChunkResult, chunk_file
-from tribrid.indexing.pysyntax import module_name
+from tribrid.indexing.graph import extract_file
+from tribrid.indexing.pysyntax import module_name, reindent_bracket_continuations
 from tribrid.indexing.python_graph import FileGraph, UnresolvedRef, extract_python, resolve, resolve_refs
 from tribrid.indexing.walker import SourceFile, detect_language, walk_corpus
 from tribrid.models import Chunk
@@ -307,12 +308,259 @@ def test_chunk_ids_survive_a_blank_line_inserted_above_a_function() -> None:
     assert [c.start_line for c in before] == [1, 6, 10, 11]
 
 
-def test_python_syntax_error_falls_back_to_text_chunks() -> None:
+def test_python_is_chunked_from_tree_sitter_so_a_syntax_error_spares_the_other_definitions() -> None:
+    src = python(
+        "pkg/bad.py",
+        """
+        import os
+
+
+        def good_one(a):
+            return a + 1
+
+
+        def broken(x):
+            return x +* 2
+
+
+        @decorated
+        def good_two(b):
+            return b * 2
+
+
+        class K:
+            def m(self):
+                return 1
+        """,
+    )
+    result = chunk_file(CORPUS, src, IndexerConfig())
+
+    # ast cannot parse it: no tree for the graph extractor, only the module entity.
+    assert result == ChunkResult(result.chunks, None, syntax_error=True)
+    assert spans(result.chunks) == [
+        ("module", "pkg.bad", 1, 1),
+        ("function", "pkg.bad.good_one", 4, 5),
+        ("function", "pkg.bad.broken", 8, 9),
+        ("function", "pkg.bad.good_two", 12, 14),
+        ("class", "pkg.bad.K", 17, 17),
+        ("function", "pkg.bad.K.m", 18, 19),
+    ]
+    assert_content_is_the_lines(src, result.chunks)
+    assert result.chunks[2].embed_text.startswith("# file: pkg/bad.py\n# def broken(x)\ndef broken(x):\n")
+    assert [e.type for e in extract_python(CORPUS, src, result.chunks).entities] == ["module"]
+    assert extract_file(CORPUS, src, result) is None
+
+
+def test_python_syntax_error_in_a_signature_still_yields_its_function() -> None:
     src = source("bad.py", "def broken(:\n    pass\n")
     result = chunk_file(CORPUS, src, IndexerConfig())
     assert result == ChunkResult(result.chunks, None, syntax_error=True)
-    assert spans(result.chunks) == [("text", "", 1, 2)]
+    assert spans(result.chunks) == [("function", "bad.broken", 1, 2)]
     assert extract_python(CORPUS, src, result.chunks).entities[0].type == "module"
+
+
+def test_python_definitions_under_if_try_and_with_blocks_with_their_decorators() -> None:
+    """As pysyntax.definitions: defs under if/elif/else, try/except/except*/else/finally and
+    (async) with are the scope's own; those in loops, match cases or other functions are not."""
+    src = python(
+        "pkg/compat.py",
+        '''
+        import sys
+
+        if sys.platform == "win32":
+            @cache
+            def home():
+                return "C:/"
+        elif sys.platform == "darwin":
+            class Home:
+                pass
+        else:
+            def home():
+                return "/"
+
+        try:
+            import fast
+        except ImportError:
+            def speed():
+                return 0
+        else:
+            def speed():
+                return 1
+        finally:
+            @log
+            @trace(level=2)
+            class Done:
+                """Done."""
+
+                @property
+                def ok(self):
+                    return True
+
+        with lock:
+            def locked():
+                pass
+
+        async with session:
+            def opened():
+                pass
+
+        for name in names:
+            def per_name():
+                pass
+        else:
+            def after_loop():
+                pass
+
+        match mode:
+            case "a":
+                def in_case():
+                    pass
+
+
+        def outer():
+            def inner():
+                pass
+            return inner
+
+
+        class Box:
+            if DEBUG:
+                def dump(self):
+                    return repr(self)
+            try:
+                def check(self):
+                    return True
+            except* ValueError:
+                pass
+        ''',
+    )
+    result = chunk_file(CORPUS, src, IndexerConfig())
+
+    assert not result.syntax_error and result.tree is not None
+    # Lone `else:`, `finally:` and `try:` lines between the definitions are no chunks of their own.
+    assert spans(result.chunks) == [
+        ("module", "pkg.compat", 1, 3),
+        ("function", "pkg.compat.home", 4, 6),
+        ("module", "pkg.compat", 7, 7),
+        ("class", "pkg.compat.Home", 8, 9),
+        ("function", "pkg.compat.home", 11, 12),
+        ("module", "pkg.compat", 14, 16),
+        ("function", "pkg.compat.speed", 17, 18),
+        ("function", "pkg.compat.speed", 20, 21),
+        ("class", "pkg.compat.Done", 23, 26),
+        ("function", "pkg.compat.Done.ok", 28, 30),
+        ("module", "pkg.compat", 32, 32),
+        ("function", "pkg.compat.locked", 33, 34),
+        ("module", "pkg.compat", 36, 36),
+        ("function", "pkg.compat.opened", 37, 38),
+        ("module", "pkg.compat", 40, 50),  # the loop, its else and the match, with their defs
+        ("function", "pkg.compat.outer", 53, 56),  # inner stays inside
+        ("class", "pkg.compat.Box", 59, 60),
+        ("function", "pkg.compat.Box.dump", 61, 62),
+        ("function", "pkg.compat.Box.check", 64, 65),
+        ("class", "pkg.compat.Box", 66, 67),
+    ]
+    assert_content_is_the_lines(src, result.chunks)
+    assert len({c.chunk_id for c in result.chunks}) == len(result.chunks)  # the two homes, speeds
+    done, ok = result.chunks[8], result.chunks[9]
+    assert done.embed_text.startswith("# file: pkg/compat.py\n# class Done\n    @log\n    @trace(level=2)\n")
+    assert ok.embed_text.startswith(
+        "# file: pkg/compat.py\n# class: Done\n# def ok(self)\n        @property\n"
+    )
+    # The graph extractor (ast) finds the same definitions, each in its own chunk.
+    graph = extract_python(CORPUS, src, result.chunks, result.tree)
+    start_of = {c.chunk_id: c.start_line for c in result.chunks}
+    definitions = [e for e in graph.entities if e.type in ("function", "class")]
+    defined = {(e.qualified_name, start_of[e.chunk_id]) for e in definitions}
+    assert defined == {
+        ("pkg.compat.home", 4),  # a redefinition keeps the first
+        ("pkg.compat.Home", 8),
+        ("pkg.compat.speed", 17),
+        ("pkg.compat.Done", 23),
+        ("pkg.compat.Done.ok", 28),
+        ("pkg.compat.locked", 33),
+        ("pkg.compat.opened", 37),
+        ("pkg.compat.outer", 53),
+        ("pkg.compat.Box", 59),
+        ("pkg.compat.Box.dump", 61),
+        ("pkg.compat.Box.check", 64),
+    }
+
+
+def test_python_signature_header_is_the_def_line_without_decorators_or_comments() -> None:
+    src = python(
+        "pkg/net.py",
+        """
+        @retry(
+            times=3,
+        )
+        async def fetch(
+            url: str,  # where from
+            *,
+            timeout: float = 1.0,
+        ) -> bytes:  # the body follows
+            return b""
+
+
+        class Point(
+            Base,
+            metaclass=Meta,
+        ):
+            pass
+        """,
+    )
+    chunks = chunk_file(CORPUS, src, IndexerConfig()).chunks
+
+    assert [c.embed_text.split("\n")[1] for c in chunks] == [
+        "# async def fetch(url: str, *, timeout: float = 1.0) -> bytes",
+        "# class Point(Base, metaclass=Meta)",
+    ]
+    assert spans(chunks) == [("function", "pkg.net.fetch", 1, 9), ("class", "pkg.net.Point", 12, 16)]
+
+
+def test_python_with_a_dedented_bracket_continuation_is_not_a_syntax_error() -> None:
+    """Valid Python that tree-sitter-python misreads (a bracketed line indented less than its
+    statement) is parsed again with that line re-indented: same lines, no error."""
+    code = (
+        'class A:\n    def f(self):\n        return (1 +\n2)\n\n    def g(self):\n        return """\nx"""\n'
+    )
+    assert reindent_bracket_continuations(code) == code.replace("\n2)", "\n        2)")
+    assert reindent_bracket_continuations("x = (1 +\n     2)\n") is None
+    result = chunk_file(CORPUS, source("pkg/odd.py", code), IndexerConfig())
+    assert not result.syntax_error and result.tree is not None
+    assert spans(result.chunks) == [
+        ("class", "pkg.odd.A", 1, 1),
+        ("function", "pkg.odd.A.f", 2, 4),
+        ("function", "pkg.odd.A.g", 6, 8),
+    ]
+
+
+def test_python_trailing_comments_at_body_indentation_belong_to_the_definition() -> None:
+    src = python(
+        "pkg/notes.py",
+        """
+        class A:
+            def f(self):
+                return 1
+                # TODO: handle 2
+
+            # helpers
+
+            def g(self):
+                pass
+            # def h(self):
+            #     pass
+        # module level
+        """,
+    )
+    assert spans(chunk_file(CORPUS, src, IndexerConfig()).chunks) == [
+        ("class", "pkg.notes.A", 1, 1),
+        ("function", "pkg.notes.A.f", 2, 4),
+        ("class", "pkg.notes.A", 6, 6),
+        ("function", "pkg.notes.A.g", 8, 9),
+        ("class", "pkg.notes.A", 10, 11),
+        ("module", "pkg.notes", 12, 12),
+    ]
 
 
 def test_module_names_from_paths() -> None:

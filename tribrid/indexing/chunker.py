@@ -1,7 +1,7 @@
 """Split a source file into chunks: code by definition, Markdown by section, the rest by line window.
 
-Python is read with `ast`; JavaScript, TypeScript, Go, Java and Rust with tree-sitter
-(`tribrid.indexing.treesitter`).
+Python, JavaScript, TypeScript, Go, Java and Rust are chunked from their tree-sitter tree
+(`tribrid.indexing.treesitter`). Python is also parsed with `ast`, for its graph extractor.
 
 Invariant: a chunk's `content` is exactly the file's lines start_line..end_line (1-based, inclusive,
 joined by "\\n"). Chunk ids leave line numbers out, so an unchanged definition keeps its id when
@@ -14,21 +14,13 @@ import ast
 import itertools
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Tree
 
 from tribrid.config import IndexerConfig
-from tribrid.indexing.pysyntax import (
-    DefinitionNode,
-    definitions,
-    first_line,
-    last_line,
-    module_name,
-    signature,
-    split_lines,
-)
-from tribrid.indexing.treesitter.parsers import TREE_SITTER_LANGUAGES
+from tribrid.indexing.pysyntax import reindent_bracket_continuations, split_lines
+from tribrid.indexing.treesitter.parsers import TREE_SITTER_LANGUAGES, parse
 from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, stable_id
 
@@ -38,10 +30,10 @@ Span = tuple[int, int]  # 1-based inclusive line range
 @dataclass(frozen=True, slots=True)
 class ChunkResult:
     chunks: list[Chunk]
-    # The parsed module for Python files, to hand to extract_python (None: not Python, or unparsable).
+    # The `ast` module of a Python file, to hand to extract_python (None: not Python, or unparsable).
     tree: ast.Module | None = None
-    # Python that did not parse (chunked as plain text instead), or a tree-sitter tree with ERROR or
-    # MISSING nodes (chunked and extracted from what did parse).
+    # A tree-sitter tree with ERROR or MISSING nodes (chunked, and extracted, from what did parse),
+    # or Python that `ast` could not parse (chunked from its tree-sitter tree, no graph).
     syntax_error: bool = False
     # The tree-sitter tree of a JavaScript/TypeScript/Go/Java/Rust file, to hand to graph.extract_file.
     syntax_tree: Tree | None = None
@@ -52,13 +44,15 @@ def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkR
     builder = _ChunkBuilder(corpus_id, source, lines)
     if source.language == "python":
         tree = _parse_python(source)
-        if tree is None:
-            _add_text_windows(builder, cfg)
-            return ChunkResult(builder.chunks, None, syntax_error=True)
-        _PythonChunker(builder, cfg, module_name(source.path)).run(tree)
-        return ChunkResult(builder.sorted_chunks(), tree)
+        syntax_tree = _parse_python_with_tree_sitter(source, tree is not None)
+        _chunk_tree(builder, cfg, syntax_tree)
+        has_error = syntax_tree.root_node.has_error or tree is None
+        return ChunkResult(builder.sorted_chunks(), tree, syntax_error=has_error)
     if source.language in TREE_SITTER_LANGUAGES:
-        return _chunk_with_tree_sitter(builder, cfg)
+        syntax_tree = parse(source)
+        _chunk_tree(builder, cfg, syntax_tree)
+        has_error = syntax_tree.root_node.has_error
+        return ChunkResult(builder.sorted_chunks(), syntax_error=has_error, syntax_tree=syntax_tree)
     if source.language == "markdown":
         _add_markdown_sections(builder, cfg)
     else:
@@ -66,13 +60,10 @@ def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkR
     return ChunkResult(builder.chunks)
 
 
-def _chunk_with_tree_sitter(builder: _ChunkBuilder, cfg: IndexerConfig) -> ChunkResult:
+def _chunk_tree(builder: _ChunkBuilder, cfg: IndexerConfig, tree: Tree) -> None:
     from tribrid.indexing.treesitter.chunks import TreeChunker  # it builds on this module's pieces
-    from tribrid.indexing.treesitter.parsers import parse
 
-    tree = parse(builder.source)
     TreeChunker(builder, cfg, builder.source.language).run(tree.root_node)
-    return ChunkResult(builder.sorted_chunks(), syntax_error=tree.root_node.has_error, syntax_tree=tree)
 
 
 def _parse_python(source: SourceFile) -> ast.Module | None:
@@ -80,6 +71,19 @@ def _parse_python(source: SourceFile) -> ast.Module | None:
         return ast.parse(source.text, filename=source.path)
     except (SyntaxError, ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
+
+
+def _parse_python_with_tree_sitter(source: SourceFile, valid: bool) -> Tree:
+    """The tree-sitter tree of a Python file. Valid Python (`ast` parsed it) that tree-sitter misreads
+    because a bracketed line is dedented is parsed again with that line re-indented."""
+    tree = parse(source)
+    if tree.root_node.has_error and valid:
+        fixed = reindent_bracket_continuations(source.text)
+        if fixed is not None:
+            retry = parse(replace(source, text=fixed))
+            if not retry.root_node.has_error:
+                return retry
+    return tree
 
 
 # --- shared pieces ---------------------------------------------------------------------------
@@ -152,65 +156,6 @@ def _add_text_windows(builder: _ChunkBuilder, cfg: IndexerConfig) -> None:
         trimmed = builder.trim(window)
         if trimmed is not None:
             builder.add(trimmed, "text", "", [])
-
-
-# --- Python ------------------------------------------------------------------------------------
-
-
-_BARE_BLOCK_LINES = frozenset(("", "else:", "try:", "finally:", "except:"))
-
-
-class _PythonChunker:
-    """One chunk per function/method, a class chunk without its methods, module code in between."""
-
-    def __init__(self, builder: _ChunkBuilder, cfg: IndexerConfig, module: str) -> None:
-        self.builder = builder
-        self.cfg = cfg
-        self.module = module
-
-    def run(self, tree: ast.Module) -> None:
-        members = list(definitions(tree.body))
-        for node in members:
-            self._add_definition(node, self.module, "")
-        header = [f"# module: {self.module}"]
-        for gap in self._gaps((1, len(self.builder.lines)), members):
-            self._add_windows(gap, "module", self.module, header)
-
-    def _add_definition(self, node: DefinitionNode, scope: str, class_path: str) -> None:
-        symbol = f"{scope}.{node.name}"
-        header = [f"# class: {class_path}"] if class_path else []
-        header.append(f"# {signature(node)}")
-        if not isinstance(node, ast.ClassDef):
-            # Nested defs stay inside; a method is named through its class: mod.Class.method.
-            self._add_windows((first_line(node), last_line(node)), "function", symbol, header)
-            return
-        members = list(definitions(node.body))
-        inner_path = f"{class_path}.{node.name}" if class_path else node.name
-        for member in members:
-            self._add_definition(member, symbol, inner_path)
-        # The header, docstring and attributes, i.e. the class's lines outside its methods.
-        for gap in self._gaps((first_line(node), last_line(node)), members):
-            self._add_windows(gap, "class", symbol, header)
-
-    def _gaps(self, span: Span, members: list[DefinitionNode]) -> list[Span]:
-        """Non-blank runs of span's lines outside every member's lines (members in line order)."""
-        gaps: list[Span] = []
-        cursor = span[0]
-        for member in members:
-            gaps.append((cursor, first_line(member) - 1))
-            cursor = last_line(member) + 1
-        gaps.append((cursor, span[1]))
-        trimmed = [t for g in gaps if g[0] <= g[1] and (t := self.builder.trim(g)) is not None]
-        return [t for t in trimmed if not self._only_block_keywords(t)]
-
-    def _only_block_keywords(self, span: Span) -> bool:
-        """A run like a lone `else:` between two conditional defs: nothing worth a chunk."""
-        lines = self.builder.lines[span[0] - 1 : span[1]]
-        return all(line.strip() in _BARE_BLOCK_LINES for line in lines)
-
-    def _add_windows(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
-        for window in windows(span, self.cfg.max_chunk_lines, self.cfg.text_chunk_overlap):
-            self.builder.add(window, kind, symbol, header)
 
 
 # --- Markdown ----------------------------------------------------------------------------------

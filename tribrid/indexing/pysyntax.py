@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Iterator
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -82,11 +84,35 @@ def last_line(node: ast.stmt) -> int:
     return node.end_lineno if node.end_lineno is not None else node.lineno
 
 
-def signature(node: DefinitionNode) -> str:
-    """`def name(args) -> ret` / `class Name(bases)`, as written (normalised by ast.unparse)."""
-    if isinstance(node, ast.ClassDef):
-        bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
-        return f"class {node.name}({', '.join(bases)})" if bases else f"class {node.name}"
-    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
-    returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
-    return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
+def reindent_bracket_continuations(text: str) -> str | None:
+    """The text with every line that continues a bracketed expression indented at least as far as
+    its statement; None if no line needed it (or the text does not tokenize).
+
+    Python ignores indentation inside brackets, but tree-sitter-python reads a line there that is
+    indented less than its statement as a dedent and fails the whole block (tree-sitter-python#256).
+    Only leading spaces of lines that start with a token change: line numbers, string contents and
+    the meaning of the code stay the same.
+    """
+    lines = text.split("\n")
+    depth = statement_indent = last_row = 0
+    changed = False
+    layout = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in layout:
+                continue
+            row, column = token.start
+            first_on_line = row > last_row
+            last_row = token.end[0]
+            if first_on_line and depth == 0:
+                statement_indent = column
+            elif first_on_line and column < statement_indent:
+                lines[row - 1] = " " * (statement_indent - column) + lines[row - 1]
+                changed = True
+            if token.type == tokenize.OP and token.string in ("(", "[", "{"):
+                depth += 1
+            elif token.type == tokenize.OP and token.string in (")", "]", "}"):
+                depth = max(0, depth - 1)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return "\n".join(lines) if changed else None

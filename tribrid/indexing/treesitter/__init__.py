@@ -1,1 +1,2 @@
-"""Tree-sitter based chunking and code-graph extraction for JavaScript, TypeScript, Go, Java and Rust."""
+"""Tree-sitter based chunking (Python, JavaScript, TypeScript, Go, Java, Rust) and code-graph
+extraction (JavaScript, TypeScript, Go, Java, Rust; Python's graph comes from `ast`)."""

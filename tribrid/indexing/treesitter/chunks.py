@@ -7,10 +7,13 @@ from tree_sitter import Node
 
 from tribrid.config import IndexerConfig
 from tribrid.indexing.chunker import Span, _ChunkBuilder, windows
+from tribrid.indexing.pysyntax import module_name
 from tribrid.indexing.treesitter.outline import Definition, module_of, outline, signature
 
 # Lines that only close a block: a gap made of these alone is not worth a chunk.
 _CLOSERS = frozenset(("", "}", "};", "})", "});", ")", ");", "]", "];", "},"))
+# Python's equivalent: a lone block keyword, like the `else:` between two conditional defs.
+_BARE_BLOCK_LINES = frozenset(("", "else:", "try:", "finally:", "except:"))
 
 
 class TreeChunker:
@@ -18,7 +21,10 @@ class TreeChunker:
         self.builder = builder
         self.cfg = cfg
         self.language = language
-        self.module = module_of(builder.source.path)
+        # Python symbols use dotted module names (pkg.mod.Class.method), as its graph extractor does.
+        path = builder.source.path
+        self.module = module_name(path) if language == "python" else module_of(path)
+        self.filler = _BARE_BLOCK_LINES if language == "python" else _CLOSERS
 
     def run(self, root: Node) -> None:
         members = outline(self.language, root)
@@ -52,11 +58,12 @@ class TreeChunker:
             cursor = max(cursor, end + 1)
         gaps.append((cursor, span[1]))
         trimmed = [t for g in gaps if g[0] <= g[1] and (t := self.builder.trim(g)) is not None]
-        return [t for t in trimmed if not self._only_closers(t)]
+        return [t for t in trimmed if not self._only_filler(t)]
 
-    def _only_closers(self, span: Span) -> bool:
+    def _only_filler(self, span: Span) -> bool:
+        """A run of closing brackets or bare block keywords: nothing worth a chunk."""
         lines = self.builder.lines[span[0] - 1 : span[1]]
-        return all(line.strip() in _CLOSERS for line in lines)
+        return all(line.strip() in self.filler for line in lines)
 
     def _add_windows(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
         for window in windows(span, self.cfg.max_chunk_lines, self.cfg.text_chunk_overlap):

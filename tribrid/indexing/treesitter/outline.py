@@ -1,11 +1,14 @@
 """The definitions of a parsed file, per language: what becomes a chunk and a function/class entity.
 
 One table of node types per language plus a few small readers; the chunker and the extractor both
-walk the same `Definition` tree, so chunk symbols and entity qualified names always agree.
+walk the same `Definition` tree, so chunk symbols and entity qualified names always agree. Python is
+only chunked from this tree: its graph extractor reads `ast` (`pysyntax.definitions`), and `_python`
+finds the same definitions.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,7 +24,7 @@ MAX_SIGNATURE_CHARS = 240
 class Definition:
     kind: Literal["function", "class"]
     name: str
-    span: Node  # the lines of the definition (an `export` wrapper included)
+    span: Node  # the lines of the definition (an `export` wrapper, Python decorators included)
     node: Node  # the declaration itself
     owner: str = ""  # a Go method's receiver type, a Rust impl's type: the class it belongs to
     is_impl: bool = False  # a Rust `impl` block: chunked like a class, but no entity of its own
@@ -49,6 +52,8 @@ def module_of(path: str) -> str:
 def signature(definition: Definition) -> str:
     """The declaration up to its body, on one line: `class A extends B`, `func (s *S) Run(x int) int`."""
     start, node = definition.span, definition.node
+    if node.type in _PY_DEFINITIONS:
+        return _python_signature(node)
     body = node.child_by_field_name("body")
     end = body.start_byte if body is not None else node.end_byte
     raw = (start.text or b"")[: end - start.start_byte].decode("utf-8", errors="replace")
@@ -224,6 +229,80 @@ def rust_type_name(node: Node | None) -> str:
     return text(node) if node is not None and node.type in ("type_identifier", "identifier") else ""
 
 
+# --- Python ------------------------------------------------------------------------------------
+
+_PY_DEFINITIONS = frozenset(("function_definition", "class_definition"))  # `async def` included
+# Statements whose blocks still belong to the enclosing module or class body, as in
+# pysyntax.definitions: if/elif/else, try/except/except*/else/finally, with/async with.
+# Loops (for/while and their else) and match are not descended, nor are function bodies.
+_PY_BLOCK_STATEMENTS = frozenset(("if_statement", "try_statement", "with_statement"))
+_PY_CLAUSES = frozenset(("elif_clause", "else_clause", "except_clause", "finally_clause"))
+# Not part of a signature: comments inside the header, backslash continuations.
+_PY_SIGNATURE_NOISE = frozenset(("comment", "line_continuation"))
+# `f( a, b )` -> `f(a, b)`: the spaces a multi-line parameter list leaves inside its brackets.
+_PY_BRACKET_SPACE = re.compile(r"([(\[]) | ([)\]])")
+
+
+def _python(node: Node) -> Iterator[Definition]:
+    span = node
+    if node.type == "decorated_definition":  # the decorators are part of the definition's lines
+        inner = node.child_by_field_name("definition")
+        if inner is None:
+            return
+        node = inner
+    name = _name(node)
+    if node.type == "function_definition" and name:
+        yield Definition("function", name, span, node)
+    elif node.type == "class_definition" and name:
+        members = list(_python_body(node.child_by_field_name("body")))
+        yield Definition("class", name, span, node, members=members)
+    elif node.type in _PY_BLOCK_STATEMENTS:
+        for block in _python_blocks(node):
+            yield from _python_body(block)
+
+
+def _python_body(block: Node | None) -> Iterator[Definition]:
+    for statement in block.named_children if block is not None else []:
+        yield from _python(statement)
+
+
+def _python_blocks(node: Node) -> Iterator[Node]:
+    """The blocks of an if/try/with statement: its body and those of its clauses."""
+    for child in node.named_children:
+        if child.type == "block":
+            yield child
+        elif child.type in _PY_CLAUSES:
+            yield from (c for c in child.named_children if c.type == "block")
+
+
+def _python_signature(node: Node) -> str:
+    """`def name(args) -> ret` / `class Name(bases)`: the def/class line(s) up to the ':' that ends
+    them (even with an ERROR node before the body), without decorators, comments or a trailing comma."""
+    colon = next((c for c in node.children if c.type == ":"), None)
+    end = colon.start_byte if colon is not None else node.end_byte
+    noise: list[Node] = []
+    for field_name in ("parameters", "superclasses"):
+        brackets = node.child_by_field_name(field_name)
+        if brackets is not None and brackets.child_count > 2 and brackets.children[-2].type == ",":
+            noise.append(brackets.children[-2])
+    pending = [c for c in node.children if c.start_byte < end]
+    while pending:
+        child = pending.pop()
+        if child.type in _PY_SIGNATURE_NOISE:
+            noise.append(child)
+        else:
+            pending.extend(c for c in child.children if c.start_byte < end)
+    header = (node.text or b"")[: end - node.start_byte]
+    pieces: list[bytes] = []
+    cursor = 0
+    for skipped in sorted(noise, key=lambda n: n.start_byte):
+        pieces.append(header[cursor : skipped.start_byte - node.start_byte])
+        cursor = skipped.end_byte - node.start_byte
+    pieces.append(header[cursor:])
+    one_line = " ".join(b" ".join(pieces).decode("utf-8", errors="replace").split())
+    return _PY_BRACKET_SPACE.sub(r"\1\2", one_line)[:MAX_SIGNATURE_CHARS]
+
+
 # --- shared -------------------------------------------------------------------------------------
 
 
@@ -241,4 +320,5 @@ _READERS: dict[str, Callable[[Node], Iterator[Definition]]] = {
     "go": _go,
     "java": _java,
     "rust": _rust,
+    "python": _python,
 }

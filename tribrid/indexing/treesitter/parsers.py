@@ -14,7 +14,8 @@ from tree_sitter import Language, Node, Parser, Tree
 
 from tribrid.indexing.walker import SourceFile
 
-# Languages (walker.detect_language names) chunked and extracted through tree-sitter.
+# Languages (walker.detect_language names) chunked and extracted through tree-sitter. Python is
+# chunked through tree-sitter too, but its graph comes from `ast` (see chunker.chunk_file).
 TREE_SITTER_LANGUAGES = frozenset(("javascript", "typescript", "go", "java", "rust"))
 
 
