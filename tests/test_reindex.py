@@ -332,6 +332,7 @@ async def _clean_corpora(stack: Stack) -> None:
         "reindex-nocomm",
         "reindex-kept",
         "reindex-format",
+        "reindex-hold",
     ):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
@@ -501,6 +502,23 @@ async def test_a_corpus_of_an_older_index_format_is_redone_whole(stack: Stack, t
 
     again = await index(stack, embedder, "reindex-format", root)
     assert again.message == "unchanged" and again.generation == redone.generation
+
+
+async def test_rows_written_after_embedding_make_the_same_index(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    await index(stack, stack.resources.embedder(), "reindex-fresh", root)
+    held = stack.cfg.model_copy(
+        update={"indexer": stack.cfg.indexer.model_copy(update={"write_while_embedding": False})}
+    )
+    pipeline = IndexPipeline(
+        held, await stack.resources.pool(), stack.resources.graph(), stack.resources.embedder()
+    )
+    events = [event async for event in pipeline.run("reindex-hold", str(root))]
+    assert events[-1].done and events[-1].generation == 1
+    streamed, after = await snapshot(stack, "reindex-fresh"), await snapshot(stack, "reindex-hold")
+    assert sorted(streamed.chunks.values()) == sorted(after.chunks.values())
+    assert streamed.relations == after.relations
 
 
 async def test_kept_parses_spare_unchanged_files_and_change_nothing(

@@ -270,6 +270,10 @@ class IndexerConfig(_Section):
     # a run that changes a few files does not re-parse the rest for cross-file resolution.
     # Memory grows with the corpora indexed (about 2 MB per 100 files of Python).
     keep_parses: bool = True
+    # Write each embedded batch to PostgreSQL while the next ones embed (hidden until the run
+    # commits). Off, the rows are written once embedding is done: better when the database shares
+    # a small machine's cores with the model, as the embedded one does (bench/README.md).
+    write_while_embedding: bool = True
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IndexerConfig:

@@ -235,6 +235,13 @@ async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
     return run.base_generation + 1
 
 
+async def tidy_postings(pool: asyncpg.Pool) -> None:
+    """Vacuum and analyze the postings after a run: BM25's index-only scans need the pages a run
+    wrote marked all-visible, and the planner wants the new term statistics. (Not `chunks`: a
+    vacuum there also cleans the HNSW index, which autovacuum can do in its own time.)"""
+    await pool.execute("VACUUM (ANALYZE) postings")
+
+
 async def apply_run(
     pool: asyncpg.Pool, info: CorpusInfo, run: RunCommit, chunks: Sequence[Chunk], vectors: np.ndarray
 ) -> int:

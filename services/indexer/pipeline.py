@@ -39,6 +39,7 @@ from services.indexer.pg_writer import (
     load_file_hashes,
     load_index_format,
     run_lock,
+    tidy_postings,
     write_chunks,
 )
 from tribrid.config import TriBridConfig
@@ -226,22 +227,31 @@ class _RowStream:
 
     QUEUE_BATCHES = 4
 
-    def __init__(self, pool: asyncpg.Pool, corpus_id: str, generation: int, counts: _Counts) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, corpus_id: str, generation: int, counts: _Counts, *, hold: bool = False
+    ) -> None:
         self._pool = pool
         self._corpus_id = corpus_id
         self._generation = generation
         self._counts = counts
         self._queue: asyncio.Queue[tuple[list[Chunk], np.ndarray] | None] = asyncio.Queue(self.QUEUE_BATCHES)
         self._error: BaseException | None = None
+        self._held: list[tuple[list[Chunk], np.ndarray]] | None = [] if hold else None
         self._task = asyncio.create_task(self._drain())
 
     async def put(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         if self._error is not None:
             raise self._error
+        if self._held is not None:  # indexer.write_while_embedding off: written by finish()
+            self._held.append((chunks, vectors))
+            return
         await self._queue.put((chunks, vectors))
 
     async def finish(self) -> None:
         """Wait until every batch is written; raises the first write error."""
+        for item in self._held or []:
+            await self._queue.put(item)
+        self._held = None
         await self._queue.put(None)
         await self._task
         if self._error is not None:
@@ -318,7 +328,9 @@ class IndexPipeline:
         )
         parsed = _Parsed()
         cache = self._parses.setdefault(corpus_id, {}) if self._cfg.indexer.keep_parses else None
-        rows = _RowStream(self._pool, corpus_id, base + 1, counts)
+        rows = _RowStream(
+            self._pool, corpus_id, base + 1, counts, hold=not self._cfg.indexer.write_while_embedding
+        )
         try:
             async for event in self._parse_and_embed(corpus_id, changed, parsed, rows, counts, cache):
                 yield event
@@ -382,6 +394,8 @@ class IndexPipeline:
             )
         with counts.timed("graph"):
             await drop_generation(self._graph, corpus_id, base)
+        with counts.timed("vacuum"):
+            await tidy_postings(self._pool)
         yield counts.event("done", done=True)
 
     async def _parse_and_embed(

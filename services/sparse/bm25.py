@@ -27,8 +27,9 @@ from tribrid.search_common import ScoredChunk, SearchParams, chunk_filter
 from tribrid.stores.postgres import CHUNK_COLUMNS, chunk_row
 from tribrid.text import QueryTerms, TsQuery
 
-# Relaxation levels are bit masks over the required terms' rarity ranks, in a bigint.
-MAX_REQUIRED_TERMS = 63
+# Relaxation levels are bit masks over the required terms' rarity ranks, in a bigint; a level is
+# the highest bit of a mask, taken with float8 logarithms, which are exact below 2^40.
+MAX_REQUIRED_TERMS = 40
 
 _COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
 
@@ -56,6 +57,15 @@ _BM25 = (
 )
 
 
+# The 1-based position of the highest set bit of a non-negative bigint (0 for 0).
+_HIGHEST_BIT = "CASE WHEN {x} = 0 THEN 0 ELSE floor(ln(({x})::float8) / ln(2::float8))::int + 1 END"
+
+# The query terms a top row holds (for explain), read for the few rows returned, not while scoring.
+_MATCHED = """(SELECT array_agg(p.term ORDER BY p.term) FROM postings p
+                WHERE p.corpus_id = $1 AND p.chunk_id = top.chunk_id AND p.generation = top.generation
+                  AND p.term = ANY($2::text[]))"""
+
+
 def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
     """Arguments: $1 corpus, $2 terms, $3 required flags, $4 k1, $5 b, $6 top_k, $7 relax_max_terms,
     $8 any-term fallback, then the filter's."""
@@ -67,20 +77,20 @@ def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
         )
     else:
         join = ""
+    # A chunk's level: the rarity rank of the least rare required term it lacks (0: it has them all).
+    level = _HIGHEST_BIT.format(x="(SELECT m FROM full_mask) # s.mask")
     sql = f"""
         WITH {_STATS}, scored AS (
             SELECT p.chunk_id, p.generation, {_BM25} AS score,
                    coalesce(bit_or(1::bigint << (idf.rarity - 1)::int) FILTER (WHERE idf.req), 0::bigint)
-                       AS mask,
-                   array_agg(p.term ORDER BY p.term) AS matched
+                       AS mask
             FROM postings p JOIN idf ON idf.term = p.term CROSS JOIN corpus
             WHERE p.corpus_id = $1 AND p.term = ANY($2::text[]) AND p.generation <= corpus.generation
             GROUP BY p.chunk_id, p.generation  -- one generation per chunk is committed at a time
         ), full_mask AS (
             SELECT (1::bigint << count(*)::int) - 1 AS m FROM q WHERE q.req
         ), leveled AS (
-            SELECT s.chunk_id, s.generation, s.score, s.matched,
-                   length(ltrim(((SELECT m FROM full_mask) # s.mask)::bit(64)::text, '0')) AS level
+            SELECT s.chunk_id, s.generation, s.score, {level} AS level
             FROM scored s {join}
         ), pick AS MATERIALIZED (  -- once: inlined, it was re-aggregated for every row
             SELECT min(level) AS lvl FROM leveled
@@ -91,7 +101,7 @@ def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
             ORDER BY is_match DESC, l.score DESC, l.chunk_id
             LIMIT $6
         )
-        SELECT {_COLS}, top.score, top.matched, top.level,
+        SELECT {_COLS}, top.score, {_MATCHED} AS matched, top.level,
                (SELECT array_agg(term ORDER BY rarity) FROM idf WHERE req) AS by_rarity
         FROM top
         JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
@@ -108,7 +118,7 @@ def build_tsquery_query(params: SearchParams) -> tuple[str, list[object]]:
             SELECT c.chunk_id, c.generation FROM chunks c, corpus
             WHERE c.corpus_id = $1 AND c.generation <= corpus.generation AND c.tsv @@ $7::tsquery{flt.sql()}
         ), top AS (
-            SELECT p.chunk_id, p.generation, {_BM25} AS score, array_agg(p.term ORDER BY p.term) AS matched
+            SELECT p.chunk_id, p.generation, {_BM25} AS score
             FROM cand
             JOIN postings p ON p.corpus_id = $1 AND p.chunk_id = cand.chunk_id
                 AND p.generation = cand.generation AND p.term = ANY($2::text[])
@@ -117,7 +127,7 @@ def build_tsquery_query(params: SearchParams) -> tuple[str, list[object]]:
             ORDER BY score DESC, p.chunk_id
             LIMIT $6
         )
-        SELECT {_COLS}, top.score, top.matched
+        SELECT {_COLS}, top.score, {_MATCHED} AS matched
         FROM top
         JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.score DESC, top.chunk_id"""
