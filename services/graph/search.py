@@ -25,6 +25,7 @@ from typing import Literal
 
 import asyncpg
 
+from services.graph.external import ExternalNames
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import Direction, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
@@ -225,9 +226,16 @@ def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
 
 
 async def graph_search(
-    store: GraphStore, pool: asyncpg.Pool, key: str, params: SearchParams, settings: GraphSettings
+    store: GraphStore,
+    pool: asyncpg.Pool,
+    key: str,
+    params: SearchParams,
+    settings: GraphSettings,
+    external: ExternalNames | None = None,
 ) -> GraphResult:
-    """Search the graph stored under `key` (a generation of params.corpus_id)."""
+    """Search the graph stored under `key` (a generation of params.corpus_id).
+
+    `external`: the leg's index of unresolved references (else the graph store is scanned)."""
     terms = seed_terms(params.query)
     if not terms:
         return GraphResult([], {})
@@ -238,7 +246,7 @@ async def graph_search(
     fuzzy = len(terms) == 1 or any(is_code_like(t) for t in terms)
     seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds, fuzzy=fuzzy)
     if not seeds:
-        return await _external_callers(store, pool, key, params, settings, plan, terms)
+        return await _external_callers(store, pool, key, params, settings, plan, terms, external)
     best: dict[str, _Best] = {}
 
     def offer(entity: Entity, candidate: _Best) -> None:
@@ -325,6 +333,7 @@ async def _external_callers(
     settings: GraphSettings,
     plan: _Plan,
     terms: list[str],
+    external: ExternalNames | None,
 ) -> GraphResult:
     """No entity is named like the query: the code it names may live outside the corpus
     ("shutil.get_terminal_size", "requests.get"). Its callers (or subclasses) in the corpus kept
@@ -333,7 +342,10 @@ async def _external_callers(
     if not names or plan.direction == "out":  # callees / bases of an outside name: unknown
         return GraphResult([], {})
     types = [t for t in settings.entity_types if t in ("function", "class", "module", "variable")]
-    found = await store.find_unresolved_callers(key, names, types, settings.max_expansion)
+    if external is not None:
+        found = await external.referrers(store, key, names, types, settings.max_expansion)
+    else:
+        found = await store.find_unresolved_callers(key, names, types, settings.max_expansion)
     best: dict[str, _Best] = {}
     score = settings.hop_decay[1] * RELATIONSHIP_WEIGHT["calls"]
     lowered = [n.lower() for n in names]

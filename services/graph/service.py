@@ -11,6 +11,7 @@ import time
 import asyncpg
 import grpc
 
+from services.graph.external import ExternalNames
 from services.graph.search import (
     QUERY_DIRECTIONS,
     GraphSettings,
@@ -90,6 +91,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._cfg = cfg
         self._pool = pool
         self._store = store
+        self._external = ExternalNames()
 
     # --- shared checks ----------------------------------------------------------------------------
 
@@ -157,7 +159,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             )
             settings = self._settings(request.overrides)
             key = await self._key(params.corpus_id)
-            found = await graph_search(self._store, self._pool, key, params, settings)
+            found = await graph_search(self._store, self._pool, key, params, settings, self._external)
         except RequestError as err:
             await context.abort(err.code, err.message)
         return common_pb2.SearchResponse(

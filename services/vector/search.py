@@ -41,6 +41,13 @@ _COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
 def build_probe(params: SearchParams) -> tuple[str, list[object]]:
     """$1 ef_search, $2 max_scan_tuples, $3 corpus, $4 count limit: settings + corpus model + allowed rows."""
     flt = chunk_filter(params, first_arg=5)
+    if flt.clauses:
+        allowed = f"""(SELECT count(*) FROM (
+                   SELECT 1 FROM chunks c
+                   WHERE c.corpus_id = $3 AND {committed("c", "$3")}{flt.sql()} LIMIT $4
+               ) s)"""
+    else:  # every committed chunk: the corpus row keeps that count
+        allowed = "(SELECT least(chunk_count, $4) FROM corpora WHERE corpus_id = $3)"
     sql = f"""
         SELECT set_config('hnsw.ef_search', $1, false) AS ef,
                set_config('hnsw.iterative_scan', 'strict_order', false) AS iterative,
@@ -49,11 +56,7 @@ def build_probe(params: SearchParams) -> tuple[str, list[object]]:
                -- stale after an index run, a bitmap scan + sort could otherwise look cheaper
                set_config('enable_sort', 'off', false) AS no_sort,
                (SELECT embedding_model FROM corpora WHERE corpus_id = $3) AS model,
-               (SELECT count(*) FROM (
-                   SELECT 1 FROM chunks c
-                   WHERE c.corpus_id = $3 AND {committed("c", "$3")}{flt.sql()} LIMIT $4
-               ) s)
-                   AS allowed"""
+               {allowed} AS allowed"""
     return sql, flt.args
 
 

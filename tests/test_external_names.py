@@ -1,0 +1,56 @@
+"""The graph leg's index of unresolved references gives what a scan of the graph gives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from services.graph.external import ExternalNames, lookup_keys
+from tests.conftest import Stack
+from tests.test_graphstore import ent, new_corpus_id
+from tribrid.graphstore.base import graph_key
+
+REFS = {
+    "a": ("requests.get", "json.dumps"),
+    "b": ("requests.Session.get",),
+    "c": ("get",),
+    "d": ("shutil.get_terminal_size",),
+    "e": ("json.dumps",),
+}
+
+
+def test_lookup_keys_are_the_name_and_its_dotted_tails() -> None:
+    assert lookup_keys("Requests.Session.get") == ["requests.session.get", "session.get", "get"]
+    assert lookup_keys("dumps") == ["dumps"]
+
+
+async def test_referrers_match_the_graph_scan_and_follow_the_generation(stack: Stack) -> None:
+    store = stack.resources.graph()
+    corpus_id = new_corpus_id()
+    first, second = graph_key(corpus_id, 1), graph_key(corpus_id, 2)
+    entities = [replace(ent(corpus_id, eid, f"f_{eid}"), unresolved=refs) for eid, refs in REFS.items()]
+    entities[4] = replace(entities[4], type="class")
+    await store.upsert_entities(first, entities)
+    # the next generation: "a" no longer refers to json.dumps
+    await store.upsert_entities(second, [replace(entities[0], unresolved=("requests.get",)), *entities[1:]])
+    external = ExternalNames()
+    try:
+        for names, types, want in [
+            (["get"], ["function"], ["a", "b", "c"]),
+            (["requests.get"], ["function"], ["a"]),
+            (["session.get", "DUMPS"], ["function", "class"], ["a", "b", "e"]),
+            (["json.dumps"], ["class"], ["e"]),
+            (["s.get", "nothing"], ["function"], []),
+        ]:
+            scanned = await store.find_unresolved_callers(first, names, types, 50)
+            indexed = await external.referrers(store, first, names, types, 50)
+            assert [e.entity_id for e in indexed] == [e.entity_id for e in scanned] == want, names
+        assert [e.entity_id for e in await external.referrers(store, first, ["get"], ["function"], 2)] == [
+            "a",
+            "b",
+        ]
+        assert [
+            e.entity_id for e in await external.referrers(store, second, ["dumps"], ["function", "class"], 9)
+        ] == ["e"]
+    finally:
+        await store.delete_corpus(first)
+        await store.delete_corpus(second)
