@@ -43,14 +43,14 @@ async def test_referrers_match_the_graph_scan_and_follow_the_generation(stack: S
         ]:
             scanned = await store.find_unresolved_callers(first, names, types, 50)
             indexed = await external.referrers(store, first, names, types, 50)
-            assert [e.entity_id for e in indexed] == [e.entity_id for e in scanned] == want, names
-        assert [e.entity_id for e in await external.referrers(store, first, ["get"], ["function"], 2)] == [
-            "a",
-            "b",
+            assert [r.entity.entity_id for r in indexed] == [e.entity_id for e in scanned] == want, names
+        limited = await external.referrers(store, first, ["get"], ["function"], 2)
+        assert [(r.entity.entity_id, r.name) for r in limited] == [
+            ("a", "requests.get"),
+            ("b", "requests.Session.get"),
         ]
-        assert [
-            e.entity_id for e in await external.referrers(store, second, ["dumps"], ["function", "class"], 9)
-        ] == ["e"]
+        later = await external.referrers(store, second, ["dumps"], ["function", "class"], 9)
+        assert [(r.entity.entity_id, r.name) for r in later] == [("e", "json.dumps")]
     finally:
         await store.delete_corpus(first)
         await store.delete_corpus(second)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tribrid.graphstore import GraphStore
 from tribrid.models import Entity
@@ -24,26 +25,37 @@ def lookup_keys(name: str) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i]]
 
 
+@dataclass(frozen=True, slots=True)
+class Referrer:
+    entity: Entity  # without its unresolved references
+    name: str  # the unresolved reference that matched, as written
+
+
 class ExternalNames:
-    """Per graph key: lookup key -> ids of the entities whose unresolved references end with it."""
+    """Per graph key: lookup key -> {entity id: the reference it matched}."""
 
     def __init__(self, max_graphs: int = 8) -> None:
         self._max_graphs = max_graphs
-        self._indexes: OrderedDict[str, asyncio.Task[dict[str, frozenset[str]]]] = OrderedDict()
+        self._indexes: OrderedDict[str, asyncio.Task[_Index]] = OrderedDict()
 
     async def referrers(
         self, store: GraphStore, key: str, names: Sequence[str], entity_types: Sequence[str], limit: int
-    ) -> list[Entity]:
-        """Entities of these types referring to any of the names (a name or its dotted tail), by id."""
+    ) -> list[Referrer]:
+        """Entities of these types referring to any of the names (a name or its dotted tail),
+        ordered by id, at most `limit`; each with the first name's reference it matched."""
         index = await self._index(store, key)
-        ids = sorted({eid for name in names for eid in index.get(name.lower(), ())})
-        if not ids:
+        matched: dict[str, str] = {}
+        for name in names:
+            for entity_id, ref in index.get(name.lower(), {}).items():
+                matched.setdefault(entity_id, ref)
+        if not matched:
             return []
         wanted = set(entity_types)
-        found = [e for e in await store.get_entities(key, ids) if e.type in wanted]
-        return sorted(found, key=lambda e: e.entity_id)[:limit]
+        entities = await store.get_entities(key, sorted(matched), with_unresolved=False)
+        kept = [e for e in entities if e.type in wanted][:limit]
+        return [Referrer(e, matched[e.entity_id]) for e in kept]
 
-    async def _index(self, store: GraphStore, key: str) -> dict[str, frozenset[str]]:
+    async def _index(self, store: GraphStore, key: str) -> _Index:
         task = self._indexes.get(key)
         if task is None or (task.done() and task.exception() is not None):
             # One load per key, shared by the requests that arrive while it runs.
@@ -55,10 +67,13 @@ class ExternalNames:
         return await asyncio.shield(task)
 
 
-async def _load(store: GraphStore, key: str) -> dict[str, frozenset[str]]:
-    by_key: dict[str, set[str]] = {}
+_Index = dict[str, dict[str, str]]  # lookup key -> {entity id: reference as written}
+
+
+async def _load(store: GraphStore, key: str) -> _Index:
+    index: _Index = {}
     for entity_id, names in (await store.unresolved_refs(key)).items():
         for name in names:
             for lookup in lookup_keys(name):
-                by_key.setdefault(lookup, set()).add(entity_id)
-    return {lookup: frozenset(ids) for lookup, ids in by_key.items()}
+                index.setdefault(lookup, {}).setdefault(entity_id, name)
+    return index

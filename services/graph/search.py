@@ -231,11 +231,10 @@ async def graph_search(
     key: str,
     params: SearchParams,
     settings: GraphSettings,
-    external: ExternalNames | None = None,
+    external: ExternalNames,
 ) -> GraphResult:
-    """Search the graph stored under `key` (a generation of params.corpus_id).
-
-    `external`: the leg's index of unresolved references (else the graph store is scanned)."""
+    """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
+    leg's index of the references to code outside the corpus."""
     terms = seed_terms(params.query)
     if not terms:
         return GraphResult([], {})
@@ -333,7 +332,7 @@ async def _external_callers(
     settings: GraphSettings,
     plan: _Plan,
     terms: list[str],
-    external: ExternalNames | None,
+    external: ExternalNames,
 ) -> GraphResult:
     """No entity is named like the query: the code it names may live outside the corpus
     ("shutil.get_terminal_size", "requests.get"). Its callers (or subclasses) in the corpus kept
@@ -342,22 +341,11 @@ async def _external_callers(
     if not names or plan.direction == "out":  # callees / bases of an outside name: unknown
         return GraphResult([], {})
     types = [t for t in settings.entity_types if t in ("function", "class", "module", "variable")]
-    if external is not None:
-        found = await external.referrers(store, key, names, types, settings.max_expansion)
-    else:
-        found = await store.find_unresolved_callers(key, names, types, settings.max_expansion)
+    # All score alike: read only what can make top_k (all of it when a filter may drop many).
+    found = await external.referrers(store, key, names, types, _expansion_limit(settings, params))
     best: dict[str, _Best] = {}
     score = settings.hop_decay[1] * RELATIONSHIP_WEIGHT["calls"]
-    lowered = [n.lower() for n in names]
-    for entity in found:
-        ref = next(
-            (
-                u
-                for u in entity.unresolved
-                if any(u.lower() == n or u.lower().endswith("." + n) for n in lowered)
-            ),
-            names[0],
-        )
+    for entity, ref in ((r.entity, r.name) for r in found):
         if not entity.chunk_id or entity.chunk_id in best:
             continue
         best[entity.chunk_id] = _Best(

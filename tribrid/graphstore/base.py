@@ -103,7 +103,8 @@ class GraphStore(Protocol):
         *,
         fuzzy: bool = True,
     ) -> list[tuple[Entity, float]]:
-        """Entities whose name or qualified name matches a term, case-insensitively.
+        """Entities whose name or qualified name matches a term, case-insensitively (without their
+        unresolved references: `get_entities` has them).
 
         Score per entity is its best over the terms: 1.0 (exact) when the name or the qualified
         name equals the term, 0.7 (prefix) when the name starts with it, 0.4 (fuzzy) for any
@@ -146,7 +147,8 @@ class GraphStore(Protocol):
         Seeds are given in priority order: when shortest routes tie, the earlier seed wins, then
         the smaller type sequence, then the smaller path. At most `max_fanout` new neighbours per
         node and hop (0 = no cap; the first by neighbour id). Seeds are not hits. Ordered by
-        hops, then entity id; at most `limit` hits.
+        hops, then entity id; at most `limit` hits. Hit entities come without their unresolved
+        references (`get_entities` has them).
         """
         ...
 
@@ -167,8 +169,11 @@ class GraphStore(Protocol):
         """A shortest path ignoring edge direction (ties: smallest type sequence, then ids), or None."""
         ...
 
-    async def get_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> list[Entity]:
-        """The stored entities among these ids, in the order asked (unknown ids are skipped)."""
+    async def get_entities(
+        self, corpus_id: str, entity_ids: Sequence[str], *, with_unresolved: bool = True
+    ) -> list[Entity]:
+        """The stored entities among these ids, in the order asked (unknown ids are skipped);
+        `with_unresolved=False` leaves their unresolved references out (a smaller reply)."""
         ...
 
     async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:

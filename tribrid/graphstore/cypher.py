@@ -28,12 +28,14 @@ PREFIX_SCORE = 0.7  # name starts with the term
 FUZZY_SCORE = 0.4  # any other fulltext hit: a word of the qualified name starts with the term, or a typo
 SUBSTRING_SCORE = FUZZY_SCORE  # old name
 
-ENTITY_COLUMNS = (
+# An entity without its unresolved references: what search reads for its many seeds and hits.
+# (Up to 64 names per entity would be most of each reply, parsed for nothing.)
+ENTITY_FIELDS = (
     "e.id AS id, e.corpus_id AS corpus_id, e.type AS type, e.name AS name, "
     "e.qualified_name AS qualified_name, e.file_path AS file_path, "
-    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id, "
-    "e.unresolved AS unresolved"
+    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id"
 )
+ENTITY_COLUMNS = f"{ENTITY_FIELDS}, e.unresolved AS unresolved"
 
 UPSERT_ENTITIES = """
 UNWIND $rows AS row
@@ -63,20 +65,26 @@ FIND_EXACT_BY_NAME = f"""
 UNWIND $terms AS term
 MATCH (e:Entity {{corpus_id: $corpus_id, name_lower: term}})
 WHERE e.type IN $entity_types
-RETURN {ENTITY_COLUMNS}
+RETURN {ENTITY_FIELDS}
 """
 
 FIND_EXACT_BY_QNAME = f"""
 UNWIND $terms AS term
 MATCH (e:Entity {{corpus_id: $corpus_id, qname_lower: term}})
 WHERE e.type IN $entity_types
-RETURN {ENTITY_COLUMNS}
+RETURN {ENTITY_FIELDS}
 """
 
 GET_ENTITIES = f"""
 UNWIND $ids AS entity_id
 MATCH (e:Entity {{corpus_id: $corpus_id, id: entity_id}})
 RETURN {ENTITY_COLUMNS}
+"""
+
+GET_ENTITY_FIELDS = f"""
+UNWIND $ids AS entity_id
+MATCH (e:Entity {{corpus_id: $corpus_id, id: entity_id}})
+RETURN {ENTITY_FIELDS}
 """
 
 COUNT_ENTITIES = """
@@ -267,7 +275,7 @@ class Dialect:
 {self.fulltext_call} YIELD node, score
 WITH node AS e, score
 WHERE e.corpus_id = $corpus_id AND e.type IN $entity_types
-RETURN {ENTITY_COLUMNS}, score
+RETURN {ENTITY_FIELDS}, score
 ORDER BY score DESC, id ASC
 LIMIT $limit
 """

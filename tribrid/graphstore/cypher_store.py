@@ -323,7 +323,7 @@ class CypherGraphStore(ABC):
         )
         # the best routes make the cut; hits are listed by hops, then id
         chosen = [entity_id for _, _, entity_id in sorted(ranked[:limit], key=lambda r: (r[0], r[2]))]
-        entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen)}
+        entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen, with_unresolved=False)}
         return [
             TraversalHit(
                 entities[eid],
@@ -433,12 +433,15 @@ class CypherGraphStore(ABC):
         route = routes.get(target_id)
         return GraphPath(route.path, route.relationship_types) if route is not None else None
 
-    async def get_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> list[Entity]:
+    async def get_entities(
+        self, corpus_id: str, entity_ids: Sequence[str], *, with_unresolved: bool = True
+    ) -> list[Entity]:
         check_corpus_id(corpus_id)
         ids = clean_strings(entity_ids)
+        query = cypher.GET_ENTITIES if with_unresolved else cypher.GET_ENTITY_FIELDS
         found: dict[str, Entity] = {}
         for batch in _batches(ids, self._batch_size):
-            for row in await self._read(corpus_id, cypher.GET_ENTITIES, ids=list(batch)):
+            for row in await self._read(corpus_id, query, ids=list(batch)):
                 entity = _entity_from_row(row)
                 found[entity.entity_id] = entity
         return [found[eid] for eid in ids if eid in found]
