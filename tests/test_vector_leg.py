@@ -12,7 +12,13 @@ import pytest
 
 from services.indexer.pg_writer import CorpusInfo, FileRecord, RunCommit, apply_run, delete_corpus
 from services.indexer.pipeline import INDEX_FORMAT
-from services.vector.search import build_hnsw_query, build_probe, vector_search
+from services.vector.search import (
+    build_direct_query,
+    build_hnsw_query,
+    build_probe,
+    session_settings,
+    vector_search,
+)
 from services.vector.service import VectorServicer
 from tests.conftest import SAMPLE_CORPUS, Stack
 from tribrid.embedding import EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache, Vectors
@@ -96,6 +102,46 @@ def brute_force(chunks: list[Chunk], vectors: Vectors, query: Vectors, keep: lis
     sims = vectors @ query
     order = [i for i in np.argsort(-sims, kind="stable") if keep[i]]
     return [chunks[i].chunk_id for i in order[:k]]
+
+
+async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer(
+    stack: Stack, synth: tuple[list[Chunk], Vectors]
+) -> None:
+    chunks, vectors = synth
+    pool = await stack.resources.vector_pool()
+    settings = session_settings(stack.cfg.vector)
+    async with pool.acquire() as conn:  # the connection starts with the scan settings
+        assert await conn.fetchval("SHOW hnsw.iterative_scan") == "strict_order"
+        assert await conn.fetchval("SHOW enable_sort") == "off"
+        plan = "\n".join(
+            r[0]
+            for r in await conn.fetch("EXPLAIN " + build_direct_query("cosine"), SYNTH, vectors[7], 10, 2000)
+        )
+    assert "Index Scan using chunks_embedding" in plan, plan
+    shared = await stack.resources.pool()
+    for i in (7, 500, 2999):
+        direct = await vector_search(
+            pool, stack.cfg.vector, params(), vectors[i], 100, -1.0, pool_settings=settings
+        )
+        two = await vector_search(shared, stack.cfg.vector, params(), vectors[i], 100, -1.0)
+        assert (direct.statements, two.statements) == (1, 2)
+        assert [c.chunk.chunk_id for c in direct.chunks] == [c.chunk.chunk_id for c in two.chunks]
+        assert direct.chunks[0].chunk.chunk_id == chunks[i].chunk_id
+    # a filter, a small corpus or an unknown one take the two round trips, with their answers
+    filtered = await vector_search(
+        pool, stack.cfg.vector, params(glob="rare/**"), vectors[3], 100, -1.0, pool_settings=settings
+    )
+    assert filtered.plan == "exact" and filtered.allowed == N_RARE
+    with pytest.raises(RequestError, match="unknown corpus"):
+        await vector_search(
+            pool,
+            stack.cfg.vector,
+            params(corpus="no-such-corpus"),
+            vectors[3],
+            100,
+            -1.0,
+            pool_settings=settings,
+        )
 
 
 async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[Chunk], Vectors]) -> None:

@@ -29,12 +29,24 @@ class Resources:
     def __init__(self, cfg: TriBridConfig) -> None:
         self.cfg = cfg
         self._pool: asyncpg.Pool | None = None
+        self._vector_pool: asyncpg.Pool | None = None
         self._graph: GraphStore | None = None
 
     async def pool(self) -> asyncpg.Pool:
         if self._pool is None:
             self._pool = await create_pool(self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector)
         return self._pool
+
+    async def vector_pool(self) -> asyncpg.Pool:
+        """The vector leg's own pool: its connections start with the HNSW scan settings, which
+        would mislead other queries (`enable_sort=off`)."""
+        if self._vector_pool is None:
+            from services.vector.search import session_settings
+
+            self._vector_pool = await create_pool(
+                self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector, session_settings(self.cfg.vector)
+            )
+        return self._vector_pool
 
     def graph(self) -> GraphStore:
         if self._graph is None:
@@ -49,6 +61,8 @@ class Resources:
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
+        if self._vector_pool is not None:
+            await self._vector_pool.close()
         if self._graph is not None:
             await self._graph.close()
 
@@ -58,7 +72,7 @@ async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
     if name == "vector":
         from services.vector.service import service_spec as vector_spec
 
-        return vector_spec(res.cfg, await res.pool(), await asyncio.to_thread(res.embedder))
+        return vector_spec(res.cfg, await res.vector_pool(), await asyncio.to_thread(res.embedder))
     if name == "sparse":
         from services.sparse.service import service_spec as sparse_spec
 

@@ -1,18 +1,25 @@
 """Dense search: nearest chunk embeddings by pgvector HNSW, filters applied inside the SQL.
 
-Round trip 1 sets the scan settings for this connection (`hnsw.ef_search`, iterative scan in
-strict order, `hnsw.max_scan_tuples`, no sorts where an index can order; asyncpg's pool runs
-RESET ALL when the connection goes back) and counts, up to `exact_scan_max_rows` + 1, the
-chunks that corpus and filters allow.
-Round trip 2 is either the HNSW query (many rows allowed: the iterative scan keeps going until
-top_k rows pass the filters) or, for a selective filter, an exact scan over the allowed rows
-(a MATERIALIZED CTE, which the planner cannot serve from the index). Should HNSW still return
-fewer than top_k rows while more are allowed, the exact scan runs as well.
+The scan settings: `hnsw.ef_search`, iterative scan in strict order, `hnsw.max_scan_tuples`, no
+sorts where an index can order.
+
+The common request (no filter, the configured ef_search, a corpus above `exact_scan_max_rows`)
+is one round trip on the vector leg's own pool, whose connections start with those settings
+(`session_settings`): the HNSW query, with the corpus's model and size checked in the same
+statement. Every other request, or one that query cannot answer, takes two:
+- round trip 1 sets the settings for this connection (asyncpg's pool runs RESET ALL when the
+  connection goes back) and counts, up to `exact_scan_max_rows` + 1, the chunks that corpus and
+  filters allow;
+- round trip 2 is either the HNSW query (many rows allowed: the iterative scan keeps going until
+  top_k rows pass the filters) or, for a selective filter, an exact scan over the allowed rows
+  (a MATERIALIZED CTE, which the planner cannot serve from the index). Should HNSW still return
+  fewer than top_k rows while more are allowed, the exact scan runs as well.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,6 +43,34 @@ METRIC_SQL: dict[str, tuple[str, str]] = {
 METRIC_OF_OPCLASS = {opclass: metric for metric, opclass in OPCLASS.items()}
 
 _COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
+
+
+def session_settings(cfg: VectorConfig) -> dict[str, str]:
+    """The scan settings as connection defaults, for a pool of the vector leg's own."""
+    return {
+        "hnsw.ef_search": str(cfg.ef_search),
+        "hnsw.iterative_scan": "strict_order",
+        "hnsw.max_scan_tuples": str(cfg.max_scan_tuples),
+        "enable_sort": "off",
+    }
+
+
+def build_direct_query(metric: str) -> str:
+    """$1 corpus, $2 query vector, $3 top_k, $4 exact_scan_max_rows: the HNSW query for an
+    unfiltered request, returning nothing unless the corpus exists and is above $4 rows."""
+    op, to_similarity = METRIC_SQL[metric]
+    distance = f"c.embedding {op} $2"
+    return f"""
+        SELECT {_COLS}, {to_similarity.format(d=distance)} AS score, k.embedding_model AS model
+        FROM corpora k
+        CROSS JOIN LATERAL (
+            SELECT * FROM chunks c
+            WHERE c.corpus_id = $1 AND c.generation <= k.generation
+            ORDER BY {distance}
+            LIMIT $3
+        ) c
+        WHERE k.corpus_id = $1 AND k.generation > 0 AND k.chunk_count > $4
+        ORDER BY {distance}"""
 
 
 def build_probe(params: SearchParams) -> tuple[str, list[object]]:
@@ -123,6 +158,7 @@ class VectorResult:
     chunks: list[ScoredChunk]
     plan: Literal["hnsw", "exact", "hnsw+exact", "none"]  # none: nothing to search for
     allowed: int  # rows corpus and filters allow, counted up to exact_scan_max_rows + 1
+    statements: int = 0  # SQL statements it took
 
 
 async def vector_search(
@@ -133,34 +169,81 @@ async def vector_search(
     ef_search: int,
     similarity_threshold: float,
     embedding_model: str | None = None,
+    pool_settings: Mapping[str, str] | None = None,
 ) -> VectorResult:
     """Top-k chunks by similarity, at least `similarity_threshold`, best first.
 
+    `pool_settings`: what the pool's connections start with (`session_settings`), if anything.
     Raises INVALID_ARGUMENT for an unknown corpus, FAILED_PRECONDITION when the corpus was
     embedded by another model than `embedding_model` (if given).
     """
+    ef = max(ef_search, params.top_k)  # ef_search must cover top_k, or HNSW returns fewer rows
+    detail = f"{cfg.metric} similarity; plan={{plan}} ef_search={ef}"
+    direct = (
+        pool_settings is not None
+        and pool_settings.get("hnsw.ef_search") == str(ef)
+        and not chunk_filter(params, first_arg=1).clauses
+    )
+    if direct:
+        rows = await pool.fetch(
+            build_direct_query(cfg.metric),
+            params.corpus_id,
+            query_vector,
+            params.top_k,
+            cfg.exact_scan_max_rows,
+        )
+        if len(rows) == params.top_k:  # else: a small or unknown corpus, or a short scan
+            _check_model(params.corpus_id, rows[0]["model"], embedding_model)
+            chunks = _scored(rows, similarity_threshold, detail.format(plan="hnsw"))
+            return VectorResult(chunks, "hnsw", cfg.exact_scan_max_rows + 1, 1)  # more than that allowed
+    plan, allowed, rows = await _search_in_two(pool, cfg, params, query_vector, ef, embedding_model)
+    statements = int(direct) + (3 if plan == "hnsw+exact" else 2)
+    return VectorResult(
+        _scored(rows, similarity_threshold, detail.format(plan=plan)), plan, allowed, statements
+    )
+
+
+def _scored(rows: list[asyncpg.Record], similarity_threshold: float, detail: str) -> list[ScoredChunk]:
+    return [
+        ScoredChunk(chunk_row(r), float(r["score"]), detail)
+        for r in rows
+        if float(r["score"]) >= similarity_threshold
+    ]
+
+
+def _check_model(corpus_id: str, model: str | None, embedding_model: str | None) -> None:
+    if model is None:
+        raise invalid(f"unknown corpus {corpus_id!r}: index it first")
+    if embedding_model is not None and model != embedding_model:
+        raise RequestError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"corpus {corpus_id!r} was embedded with {model!r} but this vector "
+            f"service embeds queries with {embedding_model!r}: re-index it or configure that model",
+        )
+
+
+async def _search_in_two(
+    pool: asyncpg.Pool,
+    cfg: VectorConfig,
+    params: SearchParams,
+    query_vector: np.ndarray,
+    ef: int,
+    embedding_model: str | None,
+) -> tuple[Literal["hnsw", "exact", "hnsw+exact"], int, list[asyncpg.Record]]:
     metric = cfg.metric
     probe_sql, probe_args = build_probe(params)
     args: list[object] = [params.corpus_id, query_vector, params.top_k]
     async with pool.acquire() as conn:
-        # ef_search must cover top_k, or HNSW returns fewer rows than asked for.
         probe = await conn.fetchrow(
             probe_sql,
-            str(max(ef_search, params.top_k)),
+            str(ef),
             str(cfg.max_scan_tuples),
             params.corpus_id,
             cfg.exact_scan_max_rows + 1,
             *probe_args,
         )
         assert probe is not None
-        if probe["model"] is None:
-            raise invalid(f"unknown corpus {params.corpus_id!r}: index it first")
-        if embedding_model is not None and probe["model"] != embedding_model:
-            raise RequestError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"corpus {params.corpus_id!r} was embedded with {probe['model']!r} but this vector "
-                f"service embeds queries with {embedding_model!r}: re-index it or configure that model",
-            )
+        _check_model(params.corpus_id, probe["model"], embedding_model)
         allowed = int(probe["allowed"])
         plan: Literal["hnsw", "exact", "hnsw+exact"]
         if allowed <= cfg.exact_scan_max_rows:
@@ -175,13 +258,4 @@ async def vector_search(
                 sql, filter_args = build_exact_query(metric, params)
                 rows = await conn.fetch(sql, *args, *filter_args)
                 plan = "hnsw+exact"
-    detail = f"{metric} similarity; plan={plan} ef_search={max(ef_search, params.top_k)}"
-    return VectorResult(
-        [
-            ScoredChunk(chunk_row(r), float(r["score"]), detail)
-            for r in rows
-            if float(r["score"]) >= similarity_threshold
-        ],
-        plan,
-        allowed,
-    )
+    return plan, allowed, rows

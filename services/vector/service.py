@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 
 import asyncpg
 import grpc
 
-from services.vector.search import IndexInfo, VectorResult, read_index, vector_search
+from services.vector.search import IndexInfo, VectorResult, read_index, session_settings, vector_search
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.search_common import RequestError, invalid, override, to_matches, validate_search
@@ -18,9 +19,17 @@ from tribrid.v1 import common_pb2, vector_pb2, vector_pb2_grpc
 
 
 class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
-    def __init__(self, cfg: TriBridConfig, pool: asyncpg.Pool, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        cfg: TriBridConfig,
+        pool: asyncpg.Pool,
+        embedder: Embedder,
+        pool_settings: Mapping[str, str] | None = None,
+    ) -> None:
+        """`pool_settings`: what the pool's connections start with (`search.session_settings`)."""
         self._cfg = cfg
         self._pool = pool
+        self._pool_settings = pool_settings
         self._embedder = embedder
         vcfg = cfg.vector
         self.batcher = QueryBatcher(
@@ -64,7 +73,14 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         except EmbeddingOverloaded as exc:
             raise RequestError(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
         return await vector_search(
-            self._pool, vcfg, params, vector, ef_search, threshold, embedding_model=self._embedder.name
+            self._pool,
+            vcfg,
+            params,
+            vector,
+            ef_search,
+            threshold,
+            embedding_model=self._embedder.name,
+            pool_settings=self._pool_settings,
         )
 
     async def Search(
@@ -82,7 +98,8 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
 
 
 def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, embedder: Embedder) -> ServiceSpec:
-    servicer = VectorServicer(cfg, pool, embedder)
+    """`pool` must start its connections with `session_settings(cfg.vector)` (Resources.vector_pool)."""
+    servicer = VectorServicer(cfg, pool, embedder, session_settings(cfg.vector))
     return ServiceSpec(
         full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,
         register=lambda server: vector_pb2_grpc.add_VectorSearchServicer_to_server(servicer, server),

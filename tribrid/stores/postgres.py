@@ -125,8 +125,11 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
 
 
-async def create_pool(cfg: PostgresConfig, dim: int, vector: VectorConfig) -> asyncpg.Pool:
-    """Migrate the schema, then open a pool whose connections know the `vector` type."""
+async def create_pool(
+    cfg: PostgresConfig, dim: int, vector: VectorConfig, server_settings: dict[str, str] | None = None
+) -> asyncpg.Pool:
+    """Migrate the schema, then open a pool whose connections know the `vector` type and start
+    with `server_settings` (RESET ALL, run as a connection goes back, returns to these)."""
     conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
     try:
         await migrate(conn, dim, vector)
@@ -138,6 +141,7 @@ async def create_pool(cfg: PostgresConfig, dim: int, vector: VectorConfig) -> as
         max_size=cfg.pool_max_size,
         command_timeout=cfg.command_timeout_s,
         init=_init_connection,
+        server_settings=server_settings,
     )
     assert pool is not None
     return pool
