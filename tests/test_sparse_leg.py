@@ -7,6 +7,7 @@ import grpc
 import numpy as np
 import pytest
 
+from services.sparse.bm25 import SESSION_SETTINGS
 from services.sparse.service import SparseServicer
 from tests.conftest import SAMPLE_CORPUS, Stack
 from tests.test_vector_leg import synth_vectors, write_corpus
@@ -230,3 +231,12 @@ async def test_header_labels_are_not_terms(stack: Stack, words: list[Chunk]) -> 
         "cfg/snake.py",
         "cfg/words.txt",
     ]
+
+
+async def test_the_sparse_pool_starts_connections_with_its_planner_settings(stack: Stack) -> None:
+    pool = await stack.resources.sparse_pool()
+    async with pool.acquire() as conn:
+        for name, value in SESSION_SETTINGS.items():
+            assert await conn.fetchval(f"SHOW {name}") == value
+    async with (await stack.resources.pool()).acquire() as conn:  # the shared pool keeps the defaults
+        assert await conn.fetchval("SHOW enable_sort") == "on"

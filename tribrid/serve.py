@@ -31,6 +31,7 @@ class Resources:
         self.cfg = cfg
         self._pool: asyncpg.Pool | None = None
         self._vector_pool: asyncpg.Pool | None = None
+        self._sparse_pool: asyncpg.Pool | None = None
         self._graph: GraphStore | None = None
 
     async def pool(self) -> asyncpg.Pool:
@@ -49,6 +50,16 @@ class Resources:
             )
         return self._vector_pool
 
+    async def sparse_pool(self) -> asyncpg.Pool:
+        """The sparse leg's own pool, with its planner settings (`bm25.SESSION_SETTINGS`)."""
+        if self._sparse_pool is None:
+            from services.sparse.bm25 import SESSION_SETTINGS
+
+            self._sparse_pool = await create_pool(
+                self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector, dict(SESSION_SETTINGS)
+            )
+        return self._sparse_pool
+
     def graph(self) -> GraphStore:
         if self._graph is None:
             # every graph-store call gets a database span (a no-op when tracing is off)
@@ -64,6 +75,8 @@ class Resources:
             await self._pool.close()
         if self._vector_pool is not None:
             await self._vector_pool.close()
+        if self._sparse_pool is not None:
+            await self._sparse_pool.close()
         if self._graph is not None:
             await self._graph.close()
 
@@ -77,7 +90,7 @@ async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
     if name == "sparse":
         from services.sparse.service import service_spec as sparse_spec
 
-        return sparse_spec(res.cfg, await res.pool())
+        return sparse_spec(res.cfg, await res.sparse_pool())
     if name == "graph":
         from services.graph.service import service_spec as graph_spec
 
