@@ -155,10 +155,16 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     assert (progress.files_changed, progress.files_deleted) == (2, 1)
     assert after.generation == before.generation + 1
 
-    # Exactly the chunks of the changed and the new file were embedded.
+    # Only new embedding texts went through the model: the new file's chunks and the changed
+    # chunk of the changed file. Its other chunks kept their stored vectors.
     touched = {"shop/pricing.py", "shop/orders.py"}
-    embedded_chunks = {cid for cid, (path, *_rest) in after.chunks.items() if path in touched}
-    assert len(embedder.texts) == len(embedded_chunks) > 0
+    added = {cid for cid, (path, *_rest) in after.chunks.items() if path == "shop/orders.py"}
+    pricing = {cid for cid, (path, *_rest) in after.chunks.items() if path == "shop/pricing.py"}
+    edited = {cid for cid in pricing if after.chunks[cid] != before.chunks.get(cid)}
+    assert len(edited) == 1 and len(pricing) > 1 and added
+    assert len(embedder.texts) == len(added) + 1
+    assert progress.chunks_reused == len(pricing) - 1
+    assert all(np.array_equal(before.embeddings[cid], after.embeddings[cid]) for cid in pricing - edited)
     # Chunks of untouched files kept their rows and their stored embeddings.
     kept = {
         cid for cid, (path, *_rest) in before.chunks.items() if path not in touched | {"shop/inventory.py"}

@@ -9,6 +9,7 @@ An interrupted run leaves hidden rows behind, which the next run discards (`disc
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
@@ -19,6 +20,7 @@ import asyncpg
 import numpy as np
 
 from tribrid.models import Chunk
+from tribrid.stores.postgres import committed
 from tribrid.text import to_tsvector_literal, tokenize
 
 _CHUNK_COLS = [
@@ -35,6 +37,7 @@ _CHUNK_COLS = [
     "embedding",
     "tsv",
     "term_count",
+    "embed_hash",
 ]
 
 
@@ -135,8 +138,24 @@ def sparse_text(chunk: Chunk) -> str:
     return _HEADER_LABEL.sub("#", chunk.embed_text[:header_length]) + chunk.content
 
 
+def embed_hash(model: str, chunk: Chunk) -> str:
+    """Identifies an embedding: the same model on the same text gives the same vector."""
+    return hashlib.blake2b(f"{model}\0{chunk.embed_text}".encode(), digest_size=16).hexdigest()
+
+
+async def stored_vectors(pool: asyncpg.Pool, corpus_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+    """Vectors the corpus's committed chunks already have, by embed_hash."""
+    rows = await pool.fetch(
+        f"""SELECT DISTINCT ON (c.embed_hash) c.embed_hash, c.embedding FROM chunks c
+            WHERE c.corpus_id = $1 AND c.embed_hash = ANY($2::text[]) AND {committed("c")}""",
+        corpus_id,
+        list(hashes),
+    )
+    return {r["embed_hash"]: r["embedding"].to_numpy() for r in rows}
+
+
 def _chunk_records(
-    corpus_id: str, generation: int, chunks: Sequence[Chunk], vectors: np.ndarray
+    corpus_id: str, generation: int, model: str, chunks: Sequence[Chunk], vectors: np.ndarray
 ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     chunk_rows: list[tuple[object, ...]] = []
     posting_rows: list[tuple[object, ...]] = []
@@ -158,6 +177,7 @@ def _chunk_records(
                 vector,
                 tsv,
                 length,
+                embed_hash(model, chunk),
             )
         )
         for term, tf in Counter(terms).items():
@@ -166,11 +186,19 @@ def _chunk_records(
 
 
 async def write_chunks(
-    pool: asyncpg.Pool, corpus_id: str, generation: int, chunks: Sequence[Chunk], vectors: np.ndarray
+    pool: asyncpg.Pool,
+    corpus_id: str,
+    generation: int,
+    model: str,
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
 ) -> None:
-    """Add chunk rows (with their postings) as `generation`, hidden until that generation commits."""
+    """Add chunk rows (with their postings) as `generation`, hidden until that generation commits;
+    `model` made the vectors."""
     # Tokenizing is pure Python: in a thread, so the event loop keeps serving while it runs.
-    chunk_rows, posting_rows = await asyncio.to_thread(_chunk_records, corpus_id, generation, chunks, vectors)
+    chunk_rows, posting_rows = await asyncio.to_thread(
+        _chunk_records, corpus_id, generation, model, chunks, vectors
+    )
     async with pool.acquire() as conn, conn.transaction():
         # COPY has no binary tsvector encoder in asyncpg: stage the tsvector as text, cast on insert.
         await conn.execute(
@@ -247,7 +275,7 @@ async def apply_run(
 ) -> int:
     """A whole run's PostgreSQL writes at once: the chunks, then the commit."""
     await ensure_corpus(pool, info)
-    await write_chunks(pool, run.corpus_id, run.base_generation + 1, chunks, vectors)
+    await write_chunks(pool, run.corpus_id, run.base_generation + 1, info.embedding_model, chunks, vectors)
     return await commit_run(pool, run)
 
 

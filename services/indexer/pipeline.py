@@ -35,10 +35,12 @@ from services.indexer.pg_writer import (
     RunCommit,
     commit_run,
     discard_uncommitted,
+    embed_hash,
     ensure_corpus,
     load_file_hashes,
     load_index_format,
     run_lock,
+    stored_vectors,
     tidy_postings,
     write_chunks,
 )
@@ -76,6 +78,7 @@ class _Counts:
     chunks_total: int = 0
     chunks_to_embed: int = 0
     chunks_embedded: int = 0
+    chunks_reused: int = 0
     entities: int = 0
     relationships: int = 0
     communities: int = 0
@@ -114,6 +117,7 @@ class _Counts:
             syntax_errors=self.syntax_errors,
             communities=self.communities,
             unresolved_references=self.unresolved_references,
+            chunks_reused=self.chunks_reused,
         )
 
 
@@ -228,11 +232,19 @@ class _RowStream:
     QUEUE_BATCHES = 4
 
     def __init__(
-        self, pool: asyncpg.Pool, corpus_id: str, generation: int, counts: _Counts, *, hold: bool = False
+        self,
+        pool: asyncpg.Pool,
+        corpus_id: str,
+        generation: int,
+        model: str,
+        counts: _Counts,
+        *,
+        hold: bool = False,
     ) -> None:
         self._pool = pool
         self._corpus_id = corpus_id
         self._generation = generation
+        self._model = model
         self._counts = counts
         self._queue: asyncio.Queue[tuple[list[Chunk], np.ndarray] | None] = asyncio.Queue(self.QUEUE_BATCHES)
         self._error: BaseException | None = None
@@ -268,7 +280,7 @@ class _RowStream:
             try:
                 # Busy time of a background writer: it overlaps embedding, not added to the run.
                 with self._counts.timed("postgres_rows"):
-                    await write_chunks(self._pool, self._corpus_id, self._generation, *item)
+                    await write_chunks(self._pool, self._corpus_id, self._generation, self._model, *item)
             except Exception as error:  # reported by the next put() or by finish()
                 self._error = error
 
@@ -329,10 +341,16 @@ class IndexPipeline:
         parsed = _Parsed()
         cache = self._parses.setdefault(corpus_id, {}) if self._cfg.indexer.keep_parses else None
         rows = _RowStream(
-            self._pool, corpus_id, base + 1, counts, hold=not self._cfg.indexer.write_while_embedding
+            self._pool,
+            corpus_id,
+            base + 1,
+            self._embedder.name,
+            counts,
+            hold=not self._cfg.indexer.write_while_embedding,
         )
         try:
-            async for event in self._parse_and_embed(corpus_id, changed, parsed, rows, counts, cache):
+            reuse = committed is not None and same_format
+            async for event in self._parse_and_embed(corpus_id, changed, parsed, rows, counts, cache, reuse):
                 yield event
             with counts.timed("postgres_wait"):
                 await rows.finish()
@@ -406,9 +424,11 @@ class IndexPipeline:
         rows: _RowStream,
         counts: _Counts,
         cache: ParseCache | None,
+        reuse: bool,
     ) -> AsyncIterator[indexer_pb2.IndexProgress]:
         """Parse changed files in steps; each step runs while the previous batch is being embedded,
-        and each embedded batch goes to PostgreSQL while the next one embeds."""
+        and each embedded batch goes to PostgreSQL while the next one embeds. With `reuse`, a chunk
+        whose embedding text the corpus already holds keeps its stored vector."""
         yield counts.event("embedding")
         pending: list[Chunk] = []
         in_flight: tuple[list[Chunk], asyncio.Task[np.ndarray]] | None = None
@@ -417,6 +437,8 @@ class IndexPipeline:
                 step = await asyncio.to_thread(_parse, corpus_id, files, self._cfg, cache)
             parsed.add(step)
             new_chunks = [c for f in files for c in step.chunks_by_file[f.path]]
+            if reuse:
+                new_chunks = await self._reuse_stored(corpus_id, new_chunks, rows, counts)
             pending.extend(new_chunks)
             counts.chunks_to_embed += len(new_chunks)
             while len(pending) >= EMBED_BATCH:
@@ -433,6 +455,19 @@ class IndexPipeline:
         if in_flight is not None:
             await self._finish(in_flight, rows, counts)
             yield counts.event("embedding")
+
+    async def _reuse_stored(
+        self, corpus_id: str, chunks: list[Chunk], rows: _RowStream, counts: _Counts
+    ) -> list[Chunk]:
+        """Send the chunks whose vectors are stored straight to PostgreSQL; return the others."""
+        hashes = [embed_hash(self._embedder.name, c) for c in chunks]
+        with counts.timed("reuse"):
+            stored = await stored_vectors(self._pool, corpus_id, hashes)
+        reused = [(c, stored[h]) for c, h in zip(chunks, hashes, strict=True) if h in stored]
+        if reused:
+            await rows.put([c for c, _ in reused], np.vstack([v for _, v in reused]).astype(np.float32))
+            counts.chunks_reused += len(reused)
+        return [c for c, h in zip(chunks, hashes, strict=True) if h not in stored]
 
     def _start_embedding(self, batch: list[Chunk]) -> tuple[list[Chunk], asyncio.Task[np.ndarray]]:
         return batch, asyncio.create_task(self._embedder.embed([c.embed_text for c in batch]))

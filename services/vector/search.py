@@ -64,7 +64,7 @@ def build_direct_query(metric: str) -> str:
         SELECT {_COLS}, {to_similarity.format(d=distance)} AS score, k.embedding_model AS model
         FROM corpora k
         CROSS JOIN LATERAL (
-            SELECT * FROM chunks c
+            SELECT {_COLS}, c.embedding FROM chunks c
             WHERE c.corpus_id = $1 AND c.generation <= k.generation
             ORDER BY {distance}
             LIMIT $3

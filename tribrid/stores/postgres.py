@@ -93,6 +93,12 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         ALTER TABLE postings DROP CONSTRAINT postings_pkey;
         ALTER TABLE postings ADD PRIMARY KEY (corpus_id, term, chunk_id, generation) INCLUDE (tf, doc_terms);
         """,
+        # A hash of what was embedded (model and text): a changed file's unchanged definitions keep
+        # their vectors instead of going through the model again.
+        """
+        ALTER TABLE chunks ADD COLUMN embed_hash text;
+        CREATE INDEX chunks_by_embed_hash ON chunks (corpus_id, embed_hash);
+        """,
     ]
 
 
