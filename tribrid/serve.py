@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from typing import Literal
 
@@ -13,7 +12,14 @@ from tribrid import telemetry
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, get_embedder
 from tribrid.graphstore import GraphStore, open_graph_store
-from tribrid.server import RunningServer, ServiceSpec, Stoppable, serve_until_signal, start_server
+from tribrid.server import (
+    RunningServer,
+    ServiceSpec,
+    Stoppable,
+    freeze_long_lived_objects,
+    serve_until_signal,
+    start_server,
+)
 from tribrid.stores.postgres import create_pool
 
 ServiceName = Literal["vector", "sparse", "graph", "fusion", "indexer", "bridge"]
@@ -143,14 +149,6 @@ def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningSe
     return cfg.model_copy(update={"services": cfg.services.model_copy(update=updates)})
 
 
-def freeze_startup_objects() -> None:
-    """Keep what start-up made (the model, grammars, protobuf classes: millions of objects) out of
-    the garbage collector's full passes. Without this, each full pass walked them all and stalled
-    every request in flight for ~300 ms, once every second or two under load."""
-    gc.collect()
-    gc.freeze()
-
-
 async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
     res = Resources(cfg)
     try:
@@ -159,7 +157,7 @@ async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
         servers: dict[str, Stoppable] = {str(n): s for n, s in running.items()}
         if "bridge" in names:
             servers["bridge"] = await start_bridge(res.cfg, running)
-        freeze_startup_objects()
+        freeze_long_lived_objects()  # the model, grammars, protobuf classes
         log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
         await serve_until_signal(list(servers.values()), cfg.services.shutdown_grace_s)
     finally:

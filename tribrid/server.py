@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
@@ -69,6 +70,18 @@ class Stoppable(Protocol):
     port: int
 
     async def stop(self, grace_s: float) -> None: ...
+
+
+def freeze_long_lived_objects() -> None:
+    """Keep the objects alive now out of the garbage collector's full passes.
+
+    A process holds millions of long-lived objects (the model, grammars, protobuf classes, the
+    indexer's kept parses). Each full pass walked them all: under load it stalled every request in
+    flight for 150-300 ms, every second or two. Frozen objects are still freed by reference
+    counting when dropped; only reference cycles among them would wait for an unfreeze.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 async def serve_until_signal(servers: Sequence[Stoppable], grace_s: float) -> None:

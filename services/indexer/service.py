@@ -14,7 +14,7 @@ from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
 from tribrid.search_common import RequestError, validate_corpus_id
-from tribrid.server import ServiceSpec
+from tribrid.server import ServiceSpec, freeze_long_lived_objects
 from tribrid.stores.postgres import corpus_generation, list_corpora
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
 
@@ -33,6 +33,9 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
                 yield event
         except RequestError as err:
             await context.abort(err.code, err.message)
+        finally:
+            # The run's kept parses live on (indexer.keep_parses): out of the collector's passes.
+            freeze_long_lived_objects()
 
     async def DeleteCorpus(
         self, request: indexer_pb2.DeleteCorpusRequest, context: grpc.aio.ServicerContext
