@@ -16,6 +16,7 @@ import grpc
 import numpy as np
 import pytest
 
+from services.indexer.pg_writer import run_lock
 from services.indexer.pipeline import INDEX_FORMAT, IndexPipeline
 from tests.conftest import FIXTURE_REPO, Stack
 from tribrid.config import REPO_ROOT, TriBridConfig
@@ -339,6 +340,7 @@ async def _clean_corpora(stack: Stack) -> None:
         "reindex-kept",
         "reindex-format",
         "reindex-hold",
+        "reindex-busy",
     ):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
@@ -572,3 +574,22 @@ async def test_kept_parses_spare_unchanged_files_and_change_nothing(
     (root / "shop" / "orders.py").write_text(NEW_MODULE + "\n# edited\n")
     await run("reindex-kept", pipeline)
     assert "shop/cart.py" in parsed_paths  # forgotten: everything is parsed again
+
+
+async def test_deleting_a_corpus_while_it_is_indexed_is_refused(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    first = await index(stack, stack.resources.embedder(), "reindex-busy", root)
+    pool = await stack.resources.pool()
+    request = indexer_pb2.DeleteCorpusRequest(corpus_id="reindex-busy")
+    async with stack.channel("indexer") as channel:
+        stub = indexer_pb2_grpc.IndexerStub(channel)
+        async with run_lock(pool, "reindex-busy"):  # as a run in another process holds it
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.DeleteCorpus(request, timeout=30)
+            assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert "being indexed" in (refused.value.details() or "")
+            assert await corpus_generation(pool, "reindex-busy") == first.generation  # nothing lost
+        reply = await stub.DeleteCorpus(request, timeout=30)
+    assert reply.deleted and reply.chunks_deleted == first.chunks_total > 0
+    assert await corpus_generation(pool, "reindex-busy") is None

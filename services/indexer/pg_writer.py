@@ -72,6 +72,10 @@ class RunCommit:
 _RUN_LOCK = "hashtextextended('tribrid-index:' || $1, 0)"
 
 
+class CorpusBusy(Exception):
+    """An index run of the corpus is in progress (in this process or another)."""
+
+
 class GenerationConflict(Exception):
     """Another run committed a generation of this corpus while this one was working."""
 
@@ -282,8 +286,9 @@ async def apply_run(
 async def delete_corpus(pool: asyncpg.Pool, corpus_id: str) -> int | None:
     """Delete a corpus and everything in it; None if it did not exist, else its chunk count."""
     async with pool.acquire() as conn, conn.transaction():
-        # Waits for a run of this corpus in progress (it holds the lock for its whole run).
-        await conn.execute(f"SELECT pg_advisory_xact_lock({_RUN_LOCK})", corpus_id)
+        # A run of this corpus holds the lock for its whole run: refuse rather than wait minutes.
+        if not await conn.fetchval(f"SELECT pg_try_advisory_xact_lock({_RUN_LOCK})", corpus_id):
+            raise CorpusBusy(f"corpus {corpus_id!r} is being indexed: delete it when the run has finished")
         count = await conn.fetchval(
             "SELECT chunk_count FROM corpora WHERE corpus_id = $1 FOR UPDATE", corpus_id
         )

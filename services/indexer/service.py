@@ -8,7 +8,7 @@ import asyncpg
 import grpc
 
 from services.indexer.graph_writer import discard_uncommitted, drop_generation
-from services.indexer.pg_writer import delete_corpus
+from services.indexer.pg_writer import CorpusBusy, delete_corpus
 from services.indexer.pipeline import IndexPipeline
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
@@ -45,7 +45,10 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         except RequestError as err:
             await context.abort(err.code, err.message)
         generation = await corpus_generation(self._pool, request.corpus_id)
-        deleted = await delete_corpus(self._pool, request.corpus_id)
+        try:
+            deleted = await delete_corpus(self._pool, request.corpus_id)
+        except CorpusBusy as busy:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(busy))
         if generation is not None:  # PostgreSQL went first: searches no longer see the corpus
             await discard_uncommitted(self._graph, request.corpus_id, generation)
             await drop_generation(self._graph, request.corpus_id, generation)
