@@ -271,8 +271,9 @@ class IndexerConfig(_Section):
     # Memory grows with the corpora indexed (about 2 MB per 100 files of Python).
     keep_parses: bool = True
     # Write each embedded batch to PostgreSQL while the next ones embed (hidden until the run
-    # commits). Off, the rows are written once embedding is done: better when the database shares
-    # a small machine's cores with the model, as the embedded one does (bench/README.md).
+    # commits). Off, the rows are written once embedding is done, which can suit a small machine
+    # where the database shares the model's cores. On 2 cores with the embedded PostgreSQL the two
+    # were within 3 % of each other (rich, 1,301 chunks: 47.8 s streamed, 49.0 s held).
     write_while_embedding: bool = True
 
     @model_validator(mode="after")
