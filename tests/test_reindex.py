@@ -341,6 +341,7 @@ async def _clean_corpora(stack: Stack) -> None:
         "reindex-format",
         "reindex-hold",
         "reindex-busy",
+        "reindex-life",
     ):
         generation = await corpus_generation(pool, corpus_id)
         await delete_corpus(pool, corpus_id)
@@ -593,3 +594,28 @@ async def test_deleting_a_corpus_while_it_is_indexed_is_refused(stack: Stack, tm
         reply = await stub.DeleteCorpus(request, timeout=30)
     assert reply.deleted and reply.chunks_deleted == first.chunks_total > 0
     assert await corpus_generation(pool, "reindex-busy") is None
+
+
+async def test_a_corpus_indexed_again_after_a_delete_answers_from_its_new_graph(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Generations count from 1 again after a delete: nothing cached per generation may leak."""
+
+    async def callers_of_json_dumps() -> list[str]:
+        async with stack.channel("graph") as channel:
+            request = common_pb2.SearchRequest(corpus_id="reindex-life", query="who calls json.dumps")
+            reply = await graph_pb2_grpc.GraphSearchStub(channel).Search(request, timeout=30)
+        return [m.symbol for m in reply.matches]
+
+    for life, name in enumerate(("first", "second"), start=1):
+        root = tmp_path / f"life{life}"
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / f"{name}.py").write_text(
+            f"import json\n\n\ndef {name}(x):\n    return json.dumps(x)\n"
+        )
+        progress = await index(stack, stack.resources.embedder(), "reindex-life", root)
+        assert progress.generation == 1
+        assert await callers_of_json_dumps() == [f"pkg.{name}.{name}"]
+        async with stack.channel("indexer") as channel:
+            request = indexer_pb2.DeleteCorpusRequest(corpus_id="reindex-life")
+            assert (await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(request, timeout=30)).deleted

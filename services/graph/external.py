@@ -32,18 +32,29 @@ class Referrer:
 
 
 class ExternalNames:
-    """Per graph key: lookup key -> {entity id: the reference it matched}."""
+    """Per graph (key and corpus life): lookup key -> {entity id: the reference it matched}."""
 
     def __init__(self, max_graphs: int = 8) -> None:
         self._max_graphs = max_graphs
-        self._indexes: OrderedDict[str, asyncio.Task[_Index]] = OrderedDict()
+        self._indexes: OrderedDict[tuple[str, str], asyncio.Task[_Index]] = OrderedDict()
+
+    def of(self, key: str, life: str) -> GraphExternalNames:
+        """The index of the graph under `key` in this life of its corpus (a corpus deleted and
+        indexed again reuses its graph keys; `life` tells them apart)."""
+        return GraphExternalNames(self, key, life)
 
     async def referrers(
-        self, store: GraphStore, key: str, names: Sequence[str], entity_types: Sequence[str], limit: int
+        self,
+        store: GraphStore,
+        key: str,
+        names: Sequence[str],
+        entity_types: Sequence[str],
+        limit: int,
+        life: str = "",
     ) -> list[Referrer]:
         """Entities of these types referring to any of the names (a name or its dotted tail),
         ordered by id, at most `limit`; each with the first name's reference it matched."""
-        index = await self._index(store, key)
+        index = await self._index(store, key, life)
         matched: dict[str, str] = {}
         for name in names:
             for entity_id, ref in index.get(name.lower(), {}).items():
@@ -55,16 +66,30 @@ class ExternalNames:
         kept = [e for e in entities if e.type in wanted][:limit]
         return [Referrer(e, matched[e.entity_id]) for e in kept]
 
-    async def _index(self, store: GraphStore, key: str) -> _Index:
-        task = self._indexes.get(key)
+    async def _index(self, store: GraphStore, key: str, life: str) -> _Index:
+        task = self._indexes.get((key, life))
         if task is None or (task.done() and task.exception() is not None):
-            # One load per key, shared by the requests that arrive while it runs.
+            # One load per graph, shared by the requests that arrive while it runs.
             task = asyncio.ensure_future(_load(store, key))
-            self._indexes[key] = task
+            self._indexes[(key, life)] = task
             while len(self._indexes) > self._max_graphs:
                 self._indexes.popitem(last=False)
-        self._indexes.move_to_end(key)
+        self._indexes.move_to_end((key, life))
         return await asyncio.shield(task)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphExternalNames:
+    """ExternalNames bound to one graph: what a search of that graph is handed."""
+
+    names: ExternalNames
+    key: str
+    life: str
+
+    async def referrers(
+        self, store: GraphStore, names: Sequence[str], entity_types: Sequence[str], limit: int
+    ) -> list[Referrer]:
+        return await self.names.referrers(store, self.key, names, entity_types, limit, self.life)
 
 
 _Index = dict[str, dict[str, str]]  # lookup key -> {entity id: reference as written}

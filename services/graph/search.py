@@ -25,7 +25,7 @@ from typing import Literal
 
 import asyncpg
 
-from services.graph.external import ExternalNames
+from services.graph.external import GraphExternalNames
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import Direction, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
@@ -231,7 +231,7 @@ async def graph_search(
     key: str,
     params: SearchParams,
     settings: GraphSettings,
-    external: ExternalNames,
+    external: GraphExternalNames,
 ) -> GraphResult:
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
     leg's index of the references to code outside the corpus."""
@@ -332,7 +332,7 @@ async def _external_callers(
     settings: GraphSettings,
     plan: _Plan,
     terms: list[str],
-    external: ExternalNames,
+    external: GraphExternalNames,
 ) -> GraphResult:
     """No entity is named like the query: the code it names may live outside the corpus
     ("shutil.get_terminal_size", "requests.get"). Its callers (or subclasses) in the corpus kept
@@ -342,7 +342,7 @@ async def _external_callers(
         return GraphResult([], {})
     types = [t for t in settings.entity_types if t in ("function", "class", "module", "variable")]
     # All score alike: read only what can make top_k (all of it when a filter may drop many).
-    found = await external.referrers(store, key, names, types, _expansion_limit(settings, params))
+    found = await external.referrers(store, names, types, _expansion_limit(settings, params))
     best: dict[str, _Best] = {}
     score = settings.hop_decay[1] * RELATIONSHIP_WEIGHT["calls"]
     for entity, ref in ((r.entity, r.name) for r in found):

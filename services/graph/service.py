@@ -33,7 +33,7 @@ from tribrid.search_common import (
     validate_search,
 )
 from tribrid.server import ServiceSpec
-from tribrid.stores.postgres import corpus_generation, fetch_chunks
+from tribrid.stores.postgres import corpus_generation, fetch_chunks, graph_version
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
 
 MAX_PATH_HOPS = 4
@@ -158,8 +158,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
                 request, self._cfg.graph.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
             )
             settings = self._settings(request.overrides)
-            key = await self._key(params.corpus_id)
-            found = await graph_search(self._store, self._pool, key, params, settings, self._external)
+            validate_corpus_id(params.corpus_id)
+            version = await graph_version(self._pool, params.corpus_id)
+            if version is None:
+                raise invalid(f"unknown corpus {params.corpus_id!r}: index it first")
+            key = graph_key(params.corpus_id, version[0])
+            found = await graph_search(
+                self._store, self._pool, key, params, settings, self._external.of(key, version[1])
+            )
         except RequestError as err:
             await context.abort(err.code, err.message)
         return common_pb2.SearchResponse(

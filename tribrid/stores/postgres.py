@@ -204,3 +204,15 @@ async def corpus_generation(pool: asyncpg.Pool, corpus_id: str) -> int | None:
     """
     value = await pool.fetchval("SELECT generation FROM corpora WHERE corpus_id = $1", corpus_id)
     return None if value is None or value == 0 else int(value)
+
+
+async def graph_version(pool: asyncpg.Pool, corpus_id: str) -> tuple[int, str] | None:
+    """The committed generation and a token for this life of the corpus (its row's creation time).
+
+    A corpus deleted and indexed again counts its generations from 1 again: what is cached per
+    generation must be keyed by both.
+    """
+    row = await pool.fetchrow("SELECT generation, created_at FROM corpora WHERE corpus_id = $1", corpus_id)
+    if row is None or row["generation"] == 0:
+        return None
+    return int(row["generation"]), row["created_at"].isoformat()
