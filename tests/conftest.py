@@ -75,7 +75,7 @@ async def stack(config: TriBridConfig) -> AsyncIterator[Stack]:
     await resources.close()
 
 
-async def index_corpus(stack: Stack, corpus_id: str, path: Path) -> indexer_pb2.IndexProgress:
+async def index_corpus(stack: Stack, corpus_id: str, path: Path | str) -> indexer_pb2.IndexProgress:
     last = indexer_pb2.IndexProgress()
     async with stack.channel("indexer") as channel:
         stub = indexer_pb2_grpc.IndexerStub(channel)

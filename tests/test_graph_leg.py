@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from services.graph.search import detect_direction, seed_terms
+from services.graph.search import seed_terms
 from tests.conftest import Stack
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
@@ -152,7 +152,7 @@ def names(matches: list[common_pb2.ChunkMatch]) -> list[str]:
     ],
 )
 def test_detect_direction(query: str, direction: str | None) -> None:
-    assert detect_direction(query) == direction
+    assert detect_intent(query) == direction
 
 
 @pytest.mark.parametrize(
@@ -173,7 +173,6 @@ def test_detect_direction(query: str, direction: str | None) -> None:
 )
 def test_detect_intent(query: str, intent: str | None) -> None:
     assert detect_intent(query) == intent
-    assert detect_direction(query) == (intent if intent in ("callers", "callees") else None)
 
 
 def test_seed_terms_drop_question_words() -> None:

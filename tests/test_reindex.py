@@ -18,7 +18,7 @@ import pytest
 
 from services.indexer.pg_writer import run_lock
 from services.indexer.pipeline import INDEX_FORMAT, IndexPipeline
-from tests.conftest import FIXTURE_REPO, Stack
+from tests.conftest import FIXTURE_REPO, Stack, index_corpus
 from tribrid.config import REPO_ROOT, TriBridConfig
 from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
@@ -434,7 +434,7 @@ async def test_bad_files_are_skipped_and_counted_and_bad_requests_are_invalid(
     (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1") + b"\xff\xfe\xfa")
     (root / "huge.txt").write_text("x" * (stack.cfg.indexer.max_file_bytes + 1))
     (root / "loop").symlink_to(root)  # a symlink loop: never followed
-    progress = await index_corpus_via_service(stack, "reindex-bad", root)
+    progress = await index_corpus(stack, "reindex-bad", root)
     assert progress.done
     assert dict(progress.skipped_by_reason) == {"binary": 1, "undecodable": 1, "too_large": 1, "symlink": 1}
     assert progress.files_skipped == 4 and progress.syntax_errors == 1
@@ -451,22 +451,9 @@ async def test_bad_files_are_skipped_and_counted_and_bad_requests_are_invalid(
         ("bad name!", str(root), "corpus_id"),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as excinfo:
-            await index_corpus_via_service(stack, corpus_id, Path(path) if path.startswith("/") else path)
+            await index_corpus(stack, corpus_id, Path(path) if path.startswith("/") else path)
         assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT, message
         assert message in (excinfo.value.details() or ""), excinfo.value.details()
-
-
-async def index_corpus_via_service(
-    stack: Stack, corpus_id: str, path: Path | str
-) -> indexer_pb2.IndexProgress:
-    last = indexer_pb2.IndexProgress()
-    async with stack.channel("indexer") as channel:
-        stub = indexer_pb2_grpc.IndexerStub(channel)
-        async for event in stub.IndexCorpus(
-            indexer_pb2.IndexCorpusRequest(corpus_id=corpus_id, path=str(path))
-        ):
-            last = event
-    return last
 
 
 async def test_include_communities_false_skips_the_step(stack: Stack, tmp_path: Path) -> None:

@@ -234,7 +234,7 @@ async def test_header_labels_are_not_terms(stack: Stack, words: list[Chunk]) -> 
 
 
 async def test_the_sparse_pool_starts_connections_with_its_planner_settings(stack: Stack) -> None:
-    pool = await stack.resources.sparse_pool()
+    pool = await stack.resources.pool(SESSION_SETTINGS)  # the sparse service's pool
     async with pool.acquire() as conn:
         for name, value in SESSION_SETTINGS.items():
             assert await conn.fetchval(f"SHOW {name}") == value

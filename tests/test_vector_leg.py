@@ -108,8 +108,8 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
     stack: Stack, synth: tuple[list[Chunk], Vectors]
 ) -> None:
     chunks, vectors = synth
-    pool = await stack.resources.vector_pool()
     settings = session_settings(stack.cfg.vector)
+    pool = await stack.resources.pool(settings)  # the vector service's pool
     async with pool.acquire() as conn:  # the connection starts with the scan settings
         assert await conn.fetchval("SHOW hnsw.iterative_scan") == "strict_order"
         assert await conn.fetchval("SHOW enable_sort") == "off"

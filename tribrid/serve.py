@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Literal
 
 import asyncpg
@@ -35,36 +36,18 @@ class Resources:
 
     def __init__(self, cfg: TriBridConfig) -> None:
         self.cfg = cfg
-        self._pool: asyncpg.Pool | None = None
-        self._vector_pool: asyncpg.Pool | None = None
-        self._sparse_pool: asyncpg.Pool | None = None
+        self._pools: dict[tuple[tuple[str, str], ...], asyncpg.Pool] = {}
         self._graph: GraphStore | None = None
 
-    async def pool(self) -> asyncpg.Pool:
-        if self._pool is None:
-            self._pool = await create_pool(self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector)
-        return self._pool
-
-    async def vector_pool(self) -> asyncpg.Pool:
-        """The vector leg's own pool: its connections start with the HNSW scan settings, which
-        would mislead other queries (`enable_sort=off`)."""
-        if self._vector_pool is None:
-            from services.vector.search import session_settings
-
-            self._vector_pool = await create_pool(
-                self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector, session_settings(self.cfg.vector)
+    async def pool(self, settings: Mapping[str, str] | None = None) -> asyncpg.Pool:
+        """The pool whose connections start with these settings (one per distinct settings): a
+        leg whose planner settings would mislead other queries gets a pool of its own."""
+        key = tuple(sorted((settings or {}).items()))
+        if key not in self._pools:
+            self._pools[key] = await create_pool(
+                self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector, dict(key) or None
             )
-        return self._vector_pool
-
-    async def sparse_pool(self) -> asyncpg.Pool:
-        """The sparse leg's own pool, with its planner settings (`bm25.SESSION_SETTINGS`)."""
-        if self._sparse_pool is None:
-            from services.sparse.bm25 import SESSION_SETTINGS
-
-            self._sparse_pool = await create_pool(
-                self.cfg.postgres, self.cfg.embedding.dim, self.cfg.vector, dict(SESSION_SETTINGS)
-            )
-        return self._sparse_pool
+        return self._pools[key]
 
     def graph(self) -> GraphStore:
         if self._graph is None:
@@ -77,12 +60,9 @@ class Resources:
         return get_embedder(self.cfg.embedding)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-        if self._vector_pool is not None:
-            await self._vector_pool.close()
-        if self._sparse_pool is not None:
-            await self._sparse_pool.close()
+        for pool in self._pools.values():
+            await pool.close()
+        self._pools.clear()
         if self._graph is not None:
             await self._graph.close()
 
@@ -90,13 +70,16 @@ class Resources:
 async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
     # Imported here so a process only loads the services it hosts.
     if name == "vector":
+        from services.vector.search import session_settings
         from services.vector.service import service_spec as vector_spec
 
-        return vector_spec(res.cfg, await res.vector_pool(), await asyncio.to_thread(res.embedder))
+        settings = session_settings(res.cfg.vector)
+        return vector_spec(res.cfg, await res.pool(settings), await asyncio.to_thread(res.embedder), settings)
     if name == "sparse":
+        from services.sparse.bm25 import SESSION_SETTINGS
         from services.sparse.service import service_spec as sparse_spec
 
-        return sparse_spec(res.cfg, await res.sparse_pool())
+        return sparse_spec(res.cfg, await res.pool(SESSION_SETTINGS))
     if name == "graph":
         from services.graph.service import service_spec as graph_spec
 

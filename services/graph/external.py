@@ -43,30 +43,7 @@ class ExternalNames:
         indexed again reuses its graph keys; `life` tells them apart)."""
         return GraphExternalNames(self, key, life)
 
-    async def referrers(
-        self,
-        store: GraphStore,
-        key: str,
-        names: Sequence[str],
-        entity_types: Sequence[str],
-        limit: int,
-        life: str = "",
-    ) -> list[Referrer]:
-        """Entities of these types referring to any of the names (a name or its dotted tail),
-        ordered by id, at most `limit`; each with the first name's reference it matched."""
-        index = await self._index(store, key, life)
-        matched: dict[str, str] = {}
-        for name in names:
-            for entity_id, ref in index.get(name.lower(), {}).items():
-                matched.setdefault(entity_id, ref)
-        if not matched:
-            return []
-        wanted = set(entity_types)
-        entities = await store.get_entities(key, sorted(matched), with_unresolved=False)
-        kept = [e for e in entities if e.type in wanted][:limit]
-        return [Referrer(e, matched[e.entity_id]) for e in kept]
-
-    async def _index(self, store: GraphStore, key: str, life: str) -> _Index:
+    async def index(self, store: GraphStore, key: str, life: str) -> _Index:
         task = self._indexes.get((key, life))
         if task is None or (task.done() and task.exception() is not None):
             # One load per graph, shared by the requests that arrive while it runs.
@@ -89,7 +66,22 @@ class GraphExternalNames:
     async def referrers(
         self, store: GraphStore, names: Sequence[str], entity_types: Sequence[str], limit: int
     ) -> list[Referrer]:
-        return await self.names.referrers(store, self.key, names, entity_types, limit, self.life)
+        """Entities of these types referring to any of the names (a name or its dotted tail),
+        ordered by id, at most `limit`; each with the first name's reference it matched."""
+        index = await self.names.index(store, self.key, self.life)
+        matched: dict[str, str] = {}
+        for name in names:
+            for entity_id, ref in index.get(name.lower(), {}).items():
+                matched.setdefault(entity_id, ref)
+        wanted, ids = set(entity_types), sorted(matched)
+        kept: list[Entity] = []
+        step = max(limit, 64)  # a common name ("get") can have thousands: read only what is needed
+        for start in range(0, len(ids), step):
+            batch = await store.get_entities(self.key, ids[start : start + step], with_unresolved=False)
+            kept.extend(e for e in batch if e.type in wanted)
+            if len(kept) >= limit:
+                break
+        return [Referrer(e, matched[e.entity_id]) for e in kept[:limit]]
 
 
 _Index = dict[str, dict[str, str]]  # lookup key -> {entity id: reference as written}

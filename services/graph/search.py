@@ -70,12 +70,6 @@ INTENT_PLANS: dict[str, tuple[Direction, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def detect_direction(query: str) -> Literal["callers", "callees"] | None:
-    """Which way a question looks along the call graph, if it says so."""
-    intent = detect_intent(query)
-    return intent if intent in ("callers", "callees") else None  # type: ignore[return-value]
-
-
 def path_weight(relationship_types: Sequence[str], asked: Sequence[str] = ()) -> float:
     """The product of the steps' relationship weights; a relation the question asked for ("methods
     of X" asks for `contains`) weighs 1.0: it is the answer, not a looser tie."""
@@ -345,7 +339,8 @@ async def _external_callers(
     found = await external.referrers(store, names, types, _expansion_limit(settings, params))
     best: dict[str, _Best] = {}
     score = settings.hop_decay[1] * RELATIONSHIP_WEIGHT["calls"]
-    for entity, ref in ((r.entity, r.name) for r in found):
+    for referrer in found:
+        entity, ref = referrer.entity, referrer.name
         if not entity.chunk_id or entity.chunk_id in best:
             continue
         best[entity.chunk_id] = _Best(

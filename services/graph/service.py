@@ -33,7 +33,7 @@ from tribrid.search_common import (
     validate_search,
 )
 from tribrid.server import ServiceSpec
-from tribrid.stores.postgres import corpus_generation, fetch_chunks, graph_version
+from tribrid.stores.postgres import fetch_chunks, graph_version
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
 
 MAX_PATH_HOPS = 4
@@ -124,12 +124,16 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             "relationship_types",
         )
 
-    async def _key(self, corpus_id: str) -> str:
+    async def _graph(self, corpus_id: str) -> tuple[str, str]:
+        """The committed graph's key, and the life of its corpus (`graph_version`)."""
         validate_corpus_id(corpus_id)
-        generation = await corpus_generation(self._pool, corpus_id)
-        if generation is None:
+        version = await graph_version(self._pool, corpus_id)
+        if version is None:
             raise invalid(f"unknown corpus {corpus_id!r}: index it first")
-        return graph_key(corpus_id, generation)
+        return graph_key(corpus_id, version[0]), version[1]
+
+    async def _key(self, corpus_id: str) -> str:
+        return (await self._graph(corpus_id))[0]
 
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str = "entity") -> Entity:
         if ref.entity_id:
@@ -158,14 +162,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
                 request, self._cfg.graph.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
             )
             settings = self._settings(request.overrides)
-            validate_corpus_id(params.corpus_id)
-            version = await graph_version(self._pool, params.corpus_id)
-            if version is None:
-                raise invalid(f"unknown corpus {params.corpus_id!r}: index it first")
-            key = graph_key(params.corpus_id, version[0])
-            found = await graph_search(
-                self._store, self._pool, key, params, settings, self._external.of(key, version[1])
-            )
+            key, life = await self._graph(params.corpus_id)
+            external = self._external.of(key, life)
+            found = await graph_search(self._store, self._pool, key, params, settings, external)
         except RequestError as err:
             await context.abort(err.code, err.message)
         return common_pb2.SearchResponse(

@@ -18,6 +18,7 @@ statement. Every other request, or one that query cannot answer, takes two:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ def session_settings(cfg: VectorConfig) -> dict[str, str]:
     }
 
 
+@functools.cache  # built once per metric: it runs on every common request
 def build_direct_query(metric: str) -> str:
     """$1 corpus, $2 query vector, $3 top_k, $4 exact_scan_max_rows: the HNSW query for an
     unfiltered request, returning nothing unless the corpus exists and is above $4 rows."""

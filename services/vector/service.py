@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import asyncpg
 import grpc
 
-from services.vector.search import IndexInfo, VectorResult, read_index, session_settings, vector_search
+from services.vector.search import IndexInfo, VectorResult, read_index, vector_search
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.search_common import RequestError, invalid, override, to_matches, validate_search
@@ -97,9 +97,11 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         )
 
 
-def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, embedder: Embedder) -> ServiceSpec:
-    """`pool` must start its connections with `session_settings(cfg.vector)` (Resources.vector_pool)."""
-    servicer = VectorServicer(cfg, pool, embedder, session_settings(cfg.vector))
+def service_spec(
+    cfg: TriBridConfig, pool: asyncpg.Pool, embedder: Embedder, pool_settings: Mapping[str, str] | None
+) -> ServiceSpec:
+    """`pool_settings`: what the pool's connections start with (`search.session_settings`), if any."""
+    servicer = VectorServicer(cfg, pool, embedder, pool_settings)
     return ServiceSpec(
         full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,
         register=lambda server: vector_pb2_grpc.add_VectorSearchServicer_to_server(servicer, server),

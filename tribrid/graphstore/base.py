@@ -180,14 +180,6 @@ class GraphStore(Protocol):
         """Entities defined in these chunks, ordered by entity id."""
         ...
 
-    async def find_unresolved_callers(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], limit: int
-    ) -> list[Entity]:
-        """Entities with an unresolved reference equal to a term or ending in "." + term
-        (case-insensitively), ordered by entity id: who calls or subclasses code the corpus does
-        not define. A scan of the corpus's entities: meant as a fallback."""
-        ...
-
     async def find_by_qualified_name(self, corpus_id: str, qualified_name: str) -> list[Entity]:
         """Entities with exactly this qualified name (case-sensitive), ordered by entity id."""
         ...

@@ -75,17 +75,12 @@ WHERE e.type IN $entity_types
 RETURN {ENTITY_FIELDS}
 """
 
-GET_ENTITIES = f"""
+_GET_ENTITIES = """
 UNWIND $ids AS entity_id
-MATCH (e:Entity {{corpus_id: $corpus_id, id: entity_id}})
-RETURN {ENTITY_COLUMNS}
-"""
-
-GET_ENTITY_FIELDS = f"""
-UNWIND $ids AS entity_id
-MATCH (e:Entity {{corpus_id: $corpus_id, id: entity_id}})
-RETURN {ENTITY_FIELDS}
-"""
+MATCH (e:Entity {corpus_id: $corpus_id, id: entity_id})
+RETURN """
+GET_ENTITIES = _GET_ENTITIES + ENTITY_COLUMNS
+GET_ENTITY_FIELDS = _GET_ENTITIES + ENTITY_FIELDS
 
 COUNT_ENTITIES = """
 MATCH (e:Entity {corpus_id: $corpus_id})
@@ -130,19 +125,6 @@ ENTITIES_BY_CHUNKS = f"""
 UNWIND $chunk_ids AS cid
 MATCH (e:Entity {{corpus_id: $corpus_id, chunk_id: cid}})
 RETURN {ENTITY_COLUMNS}
-"""
-
-# Entities whose unresolved references name a term: the callers of code outside the corpus
-# ("requests.get", "shutil.get_terminal_size"). A scan, so only a fallback when no entity matches.
-# The ENDS WITH operand is parenthesized: FalkorDB binds `+` after ENDS WITH.
-FIND_UNRESOLVED_CALLERS = f"""
-UNWIND $terms AS term
-MATCH (e:Entity {{corpus_id: $corpus_id}})
-WHERE e.type IN $entity_types
-  AND any(u IN coalesce(e.unresolved, []) WHERE toLower(u) = term OR toLower(u) ENDS WITH ('.' + term))
-RETURN DISTINCT {ENTITY_COLUMNS}
-ORDER BY id
-LIMIT $limit
 """
 
 FIND_BY_QNAME = f"""

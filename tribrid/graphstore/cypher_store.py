@@ -455,21 +455,6 @@ class CypherGraphStore(ABC):
                 found[entity.entity_id] = entity
         return [found[eid] for eid in sorted(found)]
 
-    async def find_unresolved_callers(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], limit: int
-    ) -> list[Entity]:
-        check_corpus_id(corpus_id)
-        types = check_entity_types(entity_types)
-        lowered = clean_strings([t.strip().lower() for t in terms])
-        if not lowered or not types or limit <= 0:
-            return []
-        rows = await self._read(
-            corpus_id, cypher.FIND_UNRESOLVED_CALLERS, terms=lowered, entity_types=types, limit=limit
-        )
-        return sorted(
-            {e.entity_id: e for e in map(_entity_from_row, rows)}.values(), key=lambda e: e.entity_id
-        )
-
     async def find_by_qualified_name(self, corpus_id: str, qualified_name: str) -> list[Entity]:
         check_corpus_id(corpus_id)
         if not clean_strings([qualified_name]):

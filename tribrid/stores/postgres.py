@@ -71,33 +71,25 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         """,
         # Rows carry the index generation that wrote them, so a run can stream its rows in while it
         # embeds: they stay hidden (generation > the corpus's) until the run commits.
+        # embed_hash (model and embedding text): a changed file's unchanged definitions keep their
+        # vectors. BM25 reads tf and the chunk length of every posting of the query's terms: with
+        # both in the key's index, that is an index-only scan. index_format: how the committed
+        # generation was chunked and tokenized; a run under another format redoes every file.
         """
         ALTER TABLE postings DROP CONSTRAINT postings_corpus_id_chunk_id_fkey;
         ALTER TABLE chunks ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+        ALTER TABLE chunks ADD COLUMN embed_hash text;
         ALTER TABLE chunks DROP CONSTRAINT chunks_pkey;
         ALTER TABLE chunks ADD PRIMARY KEY (corpus_id, chunk_id, generation);
+        CREATE INDEX chunks_by_embed_hash ON chunks (corpus_id, embed_hash);
         ALTER TABLE postings ADD COLUMN generation bigint NOT NULL DEFAULT 0;
         ALTER TABLE postings DROP CONSTRAINT postings_pkey;
-        ALTER TABLE postings ADD PRIMARY KEY (corpus_id, term, chunk_id, generation);
+        ALTER TABLE postings ADD PRIMARY KEY (corpus_id, term, chunk_id, generation) INCLUDE (tf, doc_terms);
         DROP INDEX postings_by_chunk;
         CREATE INDEX postings_by_chunk ON postings (corpus_id, chunk_id, generation);
         ALTER TABLE postings ADD FOREIGN KEY (corpus_id, chunk_id, generation)
             REFERENCES chunks (corpus_id, chunk_id, generation) ON DELETE CASCADE;
-        """,
-        # How the committed generation was chunked and tokenized (the indexer's INDEX_FORMAT): a run
-        # under another format redoes every file, so a corpus never mixes the two.
-        "ALTER TABLE corpora ADD COLUMN index_format int NOT NULL DEFAULT 0",
-        # BM25 reads tf and the chunk length of every posting of the query's terms: with both in
-        # the index, that is an index-only scan instead of a heap visit per posting.
-        """
-        ALTER TABLE postings DROP CONSTRAINT postings_pkey;
-        ALTER TABLE postings ADD PRIMARY KEY (corpus_id, term, chunk_id, generation) INCLUDE (tf, doc_terms);
-        """,
-        # A hash of what was embedded (model and text): a changed file's unchanged definitions keep
-        # their vectors instead of going through the model again.
-        """
-        ALTER TABLE chunks ADD COLUMN embed_hash text;
-        CREATE INDEX chunks_by_embed_hash ON chunks (corpus_id, embed_hash);
+        ALTER TABLE corpora ADD COLUMN index_format int NOT NULL DEFAULT 0;
         """,
     ]
 
