@@ -9,12 +9,11 @@ one scan, the rest are dictionary lookups.
 
 from __future__ import annotations
 
-import asyncio
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tribrid.graphstore import GraphStore
+from services.graph.per_graph import PerGraph
+from tribrid.graphstore.base import GraphReader
 from tribrid.models import Entity
 
 
@@ -35,24 +34,15 @@ class ExternalNames:
     """Per graph (key and corpus life): lookup key -> {entity id: the reference it matched}."""
 
     def __init__(self, max_graphs: int = 8) -> None:
-        self._max_graphs = max_graphs
-        self._indexes: OrderedDict[tuple[str, str], asyncio.Task[_Index]] = OrderedDict()
+        self._indexes: PerGraph[_Index] = PerGraph(max_graphs)
 
     def of(self, key: str, life: str) -> GraphExternalNames:
         """The index of the graph under `key` in this life of its corpus (a corpus deleted and
         indexed again reuses its graph keys; `life` tells them apart)."""
         return GraphExternalNames(self, key, life)
 
-    async def index(self, store: GraphStore, key: str, life: str) -> _Index:
-        task = self._indexes.get((key, life))
-        if task is None or (task.done() and task.exception() is not None):
-            # One load per graph, shared by the requests that arrive while it runs.
-            task = asyncio.ensure_future(_load(store, key))
-            self._indexes[(key, life)] = task
-            while len(self._indexes) > self._max_graphs:
-                self._indexes.popitem(last=False)
-        self._indexes.move_to_end((key, life))
-        return await asyncio.shield(task)
+    async def index(self, store: GraphReader, key: str, life: str) -> _Index:
+        return await self._indexes.get(key, life, lambda: _load(store, key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +54,7 @@ class GraphExternalNames:
     life: str
 
     async def referrers(
-        self, store: GraphStore, names: Sequence[str], entity_types: Sequence[str], limit: int
+        self, store: GraphReader, names: Sequence[str], entity_types: Sequence[str], limit: int
     ) -> list[Referrer]:
         """Entities of these types referring to any of the names (a name or its dotted tail),
         ordered by id, at most `limit`; each with the first name's reference it matched."""
@@ -87,7 +77,7 @@ class GraphExternalNames:
 _Index = dict[str, dict[str, str]]  # lookup key -> {entity id: reference as written}
 
 
-async def _load(store: GraphStore, key: str) -> _Index:
+async def _load(store: GraphReader, key: str) -> _Index:
     index: _Index = {}
     for entity_id, names in (await store.unresolved_refs(key)).items():
         for name in names:

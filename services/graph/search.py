@@ -26,8 +26,7 @@ from typing import Literal
 import asyncpg
 
 from services.graph.external import GraphExternalNames
-from tribrid.graphstore import GraphStore
-from tribrid.graphstore.base import Direction, TraversalHit
+from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
 from tribrid.query_kind import detect_intent, is_code_like
@@ -186,7 +185,9 @@ def _provenance(hit: TraversalHit, known: dict[str, Entity], match: str) -> comm
     )
 
 
-async def _names(store: GraphStore, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]) -> None:
+async def _names(
+    store: GraphReader, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]
+) -> None:
     """Fill `known` with every entity on the hits' paths (most are hits or seeds already)."""
     for hit in hits:
         known.setdefault(hit.entity.entity_id, hit.entity)
@@ -220,7 +221,7 @@ def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
 
 
 async def graph_search(
-    store: GraphStore,
+    store: GraphReader,
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
@@ -319,7 +320,7 @@ async def _ranked_result(pool: asyncpg.Pool, params: SearchParams, best: dict[st
 
 
 async def _external_callers(
-    store: GraphStore,
+    store: GraphReader,
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
@@ -361,7 +362,7 @@ async def _external_callers(
 
 
 async def expand_context(
-    store: GraphStore,
+    store: GraphReader,
     pool: asyncpg.Pool,
     corpus_id: str,
     key: str,

@@ -12,6 +12,7 @@ import asyncpg
 import grpc
 
 from services.graph.external import ExternalNames
+from services.graph.per_graph import PerGraph
 from services.graph.search import (
     QUERY_DIRECTIONS,
     GraphSettings,
@@ -22,6 +23,7 @@ from services.graph.search import (
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import DIRECTIONS, Direction, graph_key
+from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity
 from tribrid.search_common import (
     RequestError,
@@ -38,6 +40,9 @@ from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
 
 MAX_PATH_HOPS = 4
 MAX_NEIGHBOURS = 1000
+# Committed graphs searched from memory: the current generation of a few corpora (and, while a
+# re-index commits, the one before it).
+MAX_SNAPSHOTS = 4
 
 
 def _choose(requested: list[str], default: list[str], allowed: tuple[str, ...], what: str) -> list[str]:
@@ -92,6 +97,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._pool = pool
         self._store = store
         self._external = ExternalNames()
+        self._snapshots: PerGraph[GraphSnapshot] = PerGraph(MAX_SNAPSHOTS)
 
     # --- shared checks ----------------------------------------------------------------------------
 
@@ -135,6 +141,11 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _key(self, corpus_id: str) -> str:
         return (await self._graph(corpus_id))[0]
 
+    async def _snapshot(self, key: str, life: str) -> GraphSnapshot:
+        """The committed graph under `key`, in memory: read once per generation, then searched
+        without a round trip per traversal step or entity (see graphstore.snapshot)."""
+        return await self._snapshots.get(key, life, lambda: GraphSnapshot.load(self._store, key))
+
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str = "entity") -> Entity:
         if ref.entity_id:
             found = await self._store.get_entities(key, [ref.entity_id])
@@ -163,8 +174,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             )
             settings = self._settings(request.overrides)
             key, life = await self._graph(params.corpus_id)
+            snapshot = await self._snapshot(key, life)
             external = self._external.of(key, life)
-            found = await graph_search(self._store, self._pool, key, params, settings, external)
+            found = await graph_search(snapshot, self._pool, key, params, settings, external)
         except RequestError as err:
             await context.abort(err.code, err.message)
         return common_pb2.SearchResponse(
@@ -189,10 +201,10 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             chunk_ids = [c for c in dict.fromkeys(request.chunk_ids) if c]
             if not chunk_ids:
                 raise invalid("chunk_ids is empty: send the chunks to expand")
-            key = await self._key(request.corpus_id)
+            key, life = await self._graph(request.corpus_id)
             settings = self._settings(common_pb2.SearchOverrides())
             found = await expand_context(
-                self._store,
+                await self._snapshot(key, life),
                 self._pool,
                 request.corpus_id,
                 key,

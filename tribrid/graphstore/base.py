@@ -65,7 +65,80 @@ class GraphPath:
 
 
 @runtime_checkable
-class GraphStore(Protocol):
+class GraphReader(Protocol):
+    """What a search reads from one corpus's graph: a store, or a snapshot of a committed generation."""
+
+    async def find_seeds(
+        self,
+        corpus_id: str,
+        terms: Sequence[str],
+        entity_types: Sequence[str],
+        limit: int,
+        *,
+        fuzzy: bool = True,
+    ) -> list[tuple[Entity, float]]:
+        """Entities whose name or qualified name matches a term, case-insensitively (without their
+        unresolved references: `get_entities` has them).
+
+        Score per entity is its best over the terms: 1.0 (exact) when the name or the qualified
+        name equals the term, 0.7 (prefix) when the name starts with it, 0.4 (fuzzy) for any
+        other fulltext-index hit (a word of the qualified name starts with the term, or, with
+        `fuzzy`, a word is one edit away from a term of 5+ characters). Exact matches use an index on the
+        lower-cased names; the rest come from the fulltext index, never a scan. Ordered by
+        score (desc), then entity id.
+        """
+        ...
+
+    async def fulltext_ids(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> list[str]:
+        """Ids (sorted) of the fulltext-index candidates `find_seeds` reads for these terms: for each
+        term without a dot, its first 60 hits among these entity types (by index score, then id)."""
+        ...
+
+    async def traverse(
+        self,
+        corpus_id: str,
+        seed_ids: Sequence[str],
+        max_hops: int,
+        relationship_types: Sequence[str],
+        *,
+        direction: Direction = "both",
+        max_fanout: int = 0,
+        limit: int = 1000,
+    ) -> list[TraversalHit]:
+        """Breadth-first from the seeds over the given relation types and direction, 1..max_hops.
+
+        Seeds are given in priority order: when shortest routes tie, the earlier seed wins, then
+        the smaller type sequence, then the smaller path. At most `max_fanout` new neighbours per
+        node and hop (0 = no cap; the first by neighbour id). Seeds are not hits. Ordered by
+        hops, then entity id; at most `limit` hits. Hit entities come without their unresolved
+        references (`get_entities` has them).
+        """
+        ...
+
+    async def get_entities(
+        self, corpus_id: str, entity_ids: Sequence[str], *, with_unresolved: bool = True
+    ) -> list[Entity]:
+        """The stored entities among these ids, in the order asked (unknown ids are skipped);
+        `with_unresolved=False` leaves their unresolved references out (a smaller reply)."""
+        ...
+
+    async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:
+        """Entities defined in these chunks, ordered by entity id."""
+        ...
+
+    async def unresolved_refs(self, corpus_id: str) -> dict[str, tuple[str, ...]]:
+        """Entity id -> its stored unresolved references, for the entities that have any."""
+        ...
+
+    async def community_of(self, corpus_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Community of each of these entities that has one stored (>= 0)."""
+        ...
+
+
+@runtime_checkable
+class GraphStore(GraphReader, Protocol):
     """Code-graph storage for one or more corpora: entities (nodes) and typed relations (edges).
 
     Every method takes the corpus id; data of different corpora never mix.
@@ -94,27 +167,6 @@ class GraphStore(Protocol):
         """Delete everything stored for the corpus."""
         ...
 
-    async def find_seeds(
-        self,
-        corpus_id: str,
-        terms: Sequence[str],
-        entity_types: Sequence[str],
-        limit: int,
-        *,
-        fuzzy: bool = True,
-    ) -> list[tuple[Entity, float]]:
-        """Entities whose name or qualified name matches a term, case-insensitively (without their
-        unresolved references: `get_entities` has them).
-
-        Score per entity is its best over the terms: 1.0 (exact) when the name or the qualified
-        name equals the term, 0.7 (prefix) when the name starts with it, 0.4 (fuzzy) for any
-        other fulltext-index hit (a word of the qualified name starts with the term, or, with
-        `fuzzy`, a word is one edit away from a term of 5+ characters). Exact matches use an index on the
-        lower-cased names; the rest come from the fulltext index, never a scan. Ordered by
-        score (desc), then entity id.
-        """
-        ...
-
     async def expand(
         self,
         corpus_id: str,
@@ -128,27 +180,6 @@ class GraphStore(Protocol):
         Relations are followed in both directions. Each hit carries its minimum hop count, the
         seed and the relation types of a shortest path (ties: smallest seed id, then smallest
         type sequence). Seeds themselves are not hits. Ordered by hops, then entity id.
-        """
-        ...
-
-    async def traverse(
-        self,
-        corpus_id: str,
-        seed_ids: Sequence[str],
-        max_hops: int,
-        relationship_types: Sequence[str],
-        *,
-        direction: Direction = "both",
-        max_fanout: int = 0,
-        limit: int = 1000,
-    ) -> list[TraversalHit]:
-        """Breadth-first from the seeds over the given relation types and direction, 1..max_hops.
-
-        Seeds are given in priority order: when shortest routes tie, the earlier seed wins, then
-        the smaller type sequence, then the smaller path. At most `max_fanout` new neighbours per
-        node and hop (0 = no cap; the first by neighbour id). Seeds are not hits. Ordered by
-        hops, then entity id; at most `limit` hits. Hit entities come without their unresolved
-        references (`get_entities` has them).
         """
         ...
 
@@ -169,17 +200,6 @@ class GraphStore(Protocol):
         """A shortest path ignoring edge direction (ties: smallest type sequence, then ids), or None."""
         ...
 
-    async def get_entities(
-        self, corpus_id: str, entity_ids: Sequence[str], *, with_unresolved: bool = True
-    ) -> list[Entity]:
-        """The stored entities among these ids, in the order asked (unknown ids are skipped);
-        `with_unresolved=False` leaves their unresolved references out (a smaller reply)."""
-        ...
-
-    async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:
-        """Entities defined in these chunks, ordered by entity id."""
-        ...
-
     async def find_by_qualified_name(self, corpus_id: str, qualified_name: str) -> list[Entity]:
         """Entities with exactly this qualified name (case-sensitive), ordered by entity id."""
         ...
@@ -188,16 +208,8 @@ class GraphStore(Protocol):
         """Every stored entity id, sorted."""
         ...
 
-    async def unresolved_refs(self, corpus_id: str) -> dict[str, tuple[str, ...]]:
-        """Entity id -> its stored unresolved references, for the entities that have any."""
-        ...
-
     async def set_communities(self, corpus_id: str, membership: Mapping[str, int]) -> int:
         """Store each entity's community number (-1 = none); returns how many entities were set."""
-        ...
-
-    async def community_of(self, corpus_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
-        """Community of each of these entities that has one stored (>= 0)."""
         ...
 
     async def community_count(self, corpus_id: str) -> int:

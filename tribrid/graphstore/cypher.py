@@ -197,7 +197,7 @@ def neighbours(rel_types: list[str], direction: str = "both") -> str:
     """One breadth-first step: every (frontier id, relation label, neighbour id).
 
     direction: "both" (ignore edge direction), "out" (a -> b) or "in" (a <- b). The per-node
-    fan-out cap is applied by the caller (cypher_store._cap_fanout). The frontier node is
+    fan-out cap is applied by the caller (traversal.cap_fanout). The frontier node is
     matched first, on its own: in one MATCH, FalkorDB plans an "in" step as a label scan of
     every entity (1.1 s on a 15k-entity graph against 1 ms this way).
     """
@@ -232,7 +232,7 @@ class Dialect:
     schema_statements: tuple[str, ...]
     # Substring of the error raised when an index already exists; None when the DDL is idempotent.
     existing_index_error: str | None = None
-    # The fulltext CALL; must YIELD `node` and `score`. The query text travels as $q.
+    # The fulltext CALL for the query text in the variable `q`; must YIELD `node` and `score`.
     fulltext_call: str = ""
     # "redisearch" (FalkorDB) or "lucene" (Neo4j): how prefix/fuzzy queries are written.
     fulltext_syntax: str = "lucene"
@@ -252,14 +252,21 @@ class Dialect:
             return f"{word}* | %{word}%" if fuzzy else f"{word}*"
         return f"{word}* OR {word}~1" if fuzzy else f"{word}*"
 
-    def fulltext_query(self) -> str:
+    def fulltext_query(self, columns: str) -> str:
+        """Every query text in $queries at once: each text's first $limit hits of $entity_types
+        in the corpus (by score, then id), the `columns` of each hit `e` once."""
         return f"""
-{self.fulltext_call} YIELD node, score
-WITH node AS e, score
-WHERE e.corpus_id = $corpus_id AND e.type IN $entity_types
-RETURN {ENTITY_FIELDS}, score
-ORDER BY score DESC, id ASC
-LIMIT $limit
+UNWIND $queries AS q
+CALL {{
+  WITH q
+  {self.fulltext_call} YIELD node, score
+  WITH node AS e, score
+  WHERE e.corpus_id = $corpus_id AND e.type IN $entity_types
+  RETURN e, score
+  ORDER BY score DESC, e.id ASC
+  LIMIT $limit
+}}
+RETURN DISTINCT {columns}
 """
 
 
@@ -280,7 +287,7 @@ FALKORDB = Dialect(
         "CREATE INDEX FOR (e:Entity) ON (e.chunk_id)",
     ),
     existing_index_error="already indexed",
-    fulltext_call="CALL db.idx.fulltext.queryNodes('Entity', $q)",
+    fulltext_call="CALL db.idx.fulltext.queryNodes('Entity', q)",
     fulltext_syntax="redisearch",
 )
 
@@ -299,6 +306,6 @@ NEO4J = Dialect(
         "CREATE INDEX entity_qname_lower IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.qname_lower)",
         "CREATE INDEX entity_chunk IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.chunk_id)",
     ),
-    fulltext_call="CALL db.index.fulltext.queryNodes('entity_text', $q)",
+    fulltext_call="CALL db.index.fulltext.queryNodes('entity_text', q)",
     fulltext_syntax="lucene",
 )

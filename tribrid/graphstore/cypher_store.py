@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
-from tribrid.graphstore import cypher
+from tribrid.graphstore import cypher, seeds, traversal
 from tribrid.graphstore.base import (
     NO_COMMUNITY,
     Direction,
@@ -26,36 +25,10 @@ from tribrid.graphstore.base import (
     corpus_of_key,
 )
 from tribrid.graphstore.cypher import Dialect
+from tribrid.graphstore.traversal import batches
 from tribrid.models import Entity, EntityHit, Relation
 
 Row = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    """How a traversal first reached an entity."""
-
-    hops: int
-    seed_rank: int
-    seed_id: str
-    relationship_types: tuple[str, ...]
-    path: tuple[str, ...]
-
-    def sort_key(self) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
-        return (self.seed_rank, self.relationship_types, self.path)
-
-
-# Fulltext candidates fetched per term before classifying them (exact / prefix / fuzzy).
-_FULLTEXT_CANDIDATES = 60  # exact matches come from indexed lookups; these only add prefix and fuzzy ones
-# Frontier nodes expanded per neighbour query in a traversal (it stops once `limit` are reached).
-_EXPAND_BATCH = 16
-# Fuzzy (one edit) fulltext matching only for terms at least this long: shorter ones match noise.
-_FUZZY_MIN_LEN = 5
-
-
-def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _entity_row(key: str, entity: Entity) -> Row:
@@ -88,27 +61,6 @@ def _entity_from_row(row: Row) -> Entity:
         chunk_id=str(row["chunk_id"]),
         unresolved=tuple(row.get("unresolved") or ()),
     )
-
-
-def _cap_fanout(
-    rows: Sequence[Row], max_fanout: int, seen: Mapping[str, object]
-) -> list[tuple[str, str, str]]:
-    """(source, label, target) of one breadth-first step, at most `max_fanout` per source
-    (0 = all): the first by (target id, label) among targets not in `seen`, so a dense node cannot
-    blow up the next hop and the choice is deterministic. Done here rather than in Cypher, where
-    FalkorDB took 0.5-3 s for the ORDER BY + collect + slice that the plain step does in ~10 ms."""
-    by_source: dict[str, list[tuple[str, str]]] = {}
-    for row in rows:
-        target = str(row["target_id"])
-        if target not in seen:
-            by_source.setdefault(str(row["source_id"]), []).append((target, str(row["label"])))
-    capped: list[tuple[str, str, str]] = []
-    for source in sorted(by_source):
-        pairs = sorted(set(by_source[source]))
-        capped.extend(
-            (source, label, target) for target, label in (pairs[:max_fanout] if max_fanout > 0 else pairs)
-        )
-    return capped
 
 
 class CypherGraphStore(ABC):
@@ -163,7 +115,7 @@ class CypherGraphStore(ABC):
             return 0
         await self._ensure_schema_once(corpus_id)
         written = 0
-        for batch in _batches(entities, self._batch_size):
+        for batch in batches(entities, self._batch_size):
             rows = await self._write(
                 corpus_id, cypher.UPSERT_ENTITIES, rows=[_entity_row(corpus_id, e) for e in batch]
             )
@@ -180,7 +132,7 @@ class CypherGraphStore(ABC):
         for rel_type in RELATIONSHIP_TYPES:  # one query per label: Cypher can't parameterize it
             rows = [{"source": r.source_id, "target": r.target_id} for r in relations if r.type == rel_type]
             query = cypher.upsert_relations(rel_type)
-            for batch in _batches(rows, self._batch_size):
+            for batch in batches(rows, self._batch_size):
                 result = await self._write(corpus_id, query, rows=list(batch))
                 written += int(result[0]["written"]) if result else 0
         return written
@@ -192,7 +144,7 @@ class CypherGraphStore(ABC):
         for rel_type in RELATIONSHIP_TYPES:
             rows = [{"source": r.source_id, "target": r.target_id} for r in relations if r.type == rel_type]
             query = cypher.delete_relations(rel_type)
-            for batch in _batches(rows, self._batch_size):
+            for batch in batches(rows, self._batch_size):
                 result = await self._write(corpus_id, query, rows=list(batch))
                 deleted += int(result[0]["deleted"]) if result else 0
         return deleted
@@ -216,18 +168,18 @@ class CypherGraphStore(ABC):
         check_corpus_id(corpus_id)
         paths = clean_strings(file_paths)
         deleted = 0
-        for batch in _batches(paths, self._batch_size):
-            deleted += await self._delete_in_batches(
+        for batch in batches(paths, self._batch_size):
+            deleted += await self._delete_inbatches(
                 corpus_id, cypher.DELETE_FILE_ENTITIES, file_paths=list(batch)
             )
         return deleted
 
     async def delete_corpus(self, corpus_id: str) -> None:
         check_corpus_id(corpus_id)
-        await self._delete_in_batches(corpus_id, cypher.DELETE_CORPUS_ENTITIES)
+        await self._delete_inbatches(corpus_id, cypher.DELETE_CORPUS_ENTITIES)
         self._schema_ready.discard(corpus_id)
 
-    async def _delete_in_batches(self, corpus_id: str, query: str, **params: Any) -> int:
+    async def _delete_inbatches(self, corpus_id: str, query: str, **params: Any) -> int:
         total = 0
         while True:
             rows = await self._write(corpus_id, query, batch=self._batch_size, **params)
@@ -249,40 +201,45 @@ class CypherGraphStore(ABC):
     ) -> list[tuple[Entity, float]]:
         check_corpus_id(corpus_id)
         types = check_entity_types(entity_types)
-        lowered = clean_strings([t.strip().lower() for t in terms])
+        lowered = seeds.lowered_terms(terms)
         if not lowered or not types or limit <= 0:
             return []
-        best: dict[str, tuple[Entity, float]] = {}
-
-        def offer(entity: Entity, score: float) -> None:
-            current = best.get(entity.entity_id)
-            if current is None or score > current[1]:
-                best[entity.entity_id] = (entity, score)
-
-        exact_queries = [
+        queries = [
             self._read(corpus_id, query, terms=lowered, entity_types=types)
             for query in (cypher.FIND_EXACT_BY_NAME, cypher.FIND_EXACT_BY_QNAME)
         ]
-        # Dotted terms are qualified names: exact lookups only (their last part is a term too).
-        words = [t for t in lowered if "." not in t]
-        fulltext = self.dialect.fulltext_query()
-        fulltext_queries = [
-            self._read(
-                corpus_id,
-                fulltext,
-                q=self.dialect.fulltext_text(word, fuzzy=fuzzy and len(word) >= _FUZZY_MIN_LEN),
-                entity_types=types,
-                limit=_FULLTEXT_CANDIDATES,
-            )
+        words = seeds.fulltext_words(lowered)
+        if words:
+            queries.append(self._fulltext(corpus_id, cypher.ENTITY_FIELDS, words, types, fuzzy=fuzzy))
+        rows = [row for result in await asyncio.gather(*queries) for row in result]
+        return seeds.rank_seeds(map(_entity_from_row, rows), lowered, limit)
+
+    async def fulltext_ids(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> list[str]:
+        check_corpus_id(corpus_id)
+        types = check_entity_types(entity_types)
+        words = seeds.fulltext_words(seeds.lowered_terms(terms))
+        if not words or not types:
+            return []
+        rows = await self._fulltext(corpus_id, "e.id AS id", words, types, fuzzy=fuzzy)
+        return sorted(str(row["id"]) for row in rows)
+
+    async def _fulltext(
+        self, corpus_id: str, columns: str, words: list[str], types: list[str], *, fuzzy: bool
+    ) -> list[Row]:
+        """One query for every word: its first FULLTEXT_CANDIDATES fulltext hits each."""
+        texts = [
+            self.dialect.fulltext_text(word, fuzzy=fuzzy and len(word) >= seeds.FUZZY_MIN_LEN)
             for word in words
         ]
-        results = await asyncio.gather(*exact_queries, *fulltext_queries)
-        for rows in results:
-            for row in rows:
-                entity = _entity_from_row(row)
-                offer(entity, _seed_score(entity, lowered))
-        ranked = sorted(best.values(), key=lambda pair: (-pair[1], pair[0].entity_id))
-        return ranked[:limit]
+        return await self._read(
+            corpus_id,
+            self.dialect.fulltext_query(columns),
+            queries=texts,
+            entity_types=types,
+            limit=seeds.FULLTEXT_CANDIDATES,
+        )
 
     async def expand(
         self,
@@ -312,80 +269,24 @@ class CypherGraphStore(ABC):
         check_max_hops(max_hops)
         check_direction(direction)
         rel_types = check_relationship_types(relationship_types)
-        seeds = clean_strings(seed_ids)
-        if not seeds or not rel_types or limit <= 0:
+        sources = clean_strings(seed_ids)
+        if not sources or not rel_types or limit <= 0:
             return []
-        routes, paths = await self._breadth_first(
-            corpus_id, seeds, max_hops, rel_types, limit, direction, max_fanout
-        )
-        ranked = sorted(
-            (route.hops, route.sort_key(), entity_id) for entity_id, route in routes.items() if route.hops > 0
-        )
-        # the best routes make the cut; hits are listed by hops, then id
-        chosen = [entity_id for _, _, entity_id in sorted(ranked[:limit], key=lambda r: (r[0], r[2]))]
+        step = self._neighbour_step(corpus_id, rel_types, direction)
+        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit, max_fanout)
+        chosen = traversal.chosen_hits(routes, limit)
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen, with_unresolved=False)}
-        return [
-            TraversalHit(
-                entities[eid],
-                routes[eid].hops,
-                routes[eid].seed_id,
-                routes[eid].relationship_types,
-                routes[eid].path,
-                paths[eid],
-            )
-            for eid in chosen
-            if eid in entities
-        ]
+        return traversal.traversal_hits(chosen, routes, paths, entities)
 
-    async def _breadth_first(
-        self,
-        corpus_id: str,
-        seeds: list[str],
-        max_hops: int,
-        rel_types: list[str],
-        limit: int,
-        direction: Direction = "both",
-        max_fanout: int = 0,
-        stop_at: str | None = None,
-    ) -> tuple[dict[str, _Route], dict[str, int]]:
-        """Multi-source BFS: exact minimum hops, and shortest-path counts through what it expanded.
-
-        Each hop expands its frontier best route first (seed rank, relation types, path), in
-        batches, and stops as soon as `limit` entities are reached: the rest of a dense hop would
-        only be fetched and parsed to be cut (a hop-2 frontier of ~100 nodes can return 2,000+
-        rows when ~20 more entities are wanted).
-        """
-        routes = {seed: _Route(0, rank, seed, (), (seed,)) for rank, seed in enumerate(seeds)}
-        paths = dict.fromkeys(seeds, 1)
+    def _neighbour_step(self, corpus_id: str, rel_types: list[str], direction: Direction) -> traversal.Step:
+        """A breadth-first step as one `cypher.neighbours` query."""
         query = cypher.neighbours(rel_types, direction)
-        frontier = list(seeds)
-        batch_size = self._batch_size if stop_at is not None else _EXPAND_BATCH
-        for hop in range(1, max_hops + 1):
-            found: dict[str, _Route] = {}
-            seen_edges: set[tuple[str, str, str]] = set()
-            for batch in _batches(frontier, batch_size):
-                if len(routes) + len(found) - len(seeds) >= limit:
-                    break
-                rows = await self._read(corpus_id, query, ids=list(batch))
-                for source, label, target in _cap_fanout(rows, max_fanout, routes):
-                    if target in routes or (source, label, target) in seen_edges:
-                        continue
-                    seen_edges.add((source, label, target))
-                    via = routes[source]
-                    step = cypher.REL_TYPES_BY_LABEL[label]
-                    route = _Route(
-                        hop, via.seed_rank, via.seed_id, (*via.relationship_types, step), (*via.path, target)
-                    )
-                    paths[target] = paths.get(target, 0) + paths[source]
-                    best = found.get(target)
-                    if best is None or route.sort_key() < best.sort_key():
-                        found[target] = route
-            routes.update(found)
-            frontier = sorted(found, key=lambda target: (found[target].sort_key(), target))
-            # Later hops rank after this one, so once `limit` hits exist the rest can't make the cut.
-            if not frontier or len(routes) - len(seeds) >= limit or stop_at in found:
-                break
-        return routes, paths
+
+        async def step(ids: list[str]) -> list[traversal.Edge]:
+            rows = await self._read(corpus_id, query, ids=ids)
+            return [(str(row["source_id"]), str(row["label"]), str(row["target_id"])) for row in rows]
+
+        return step
 
     async def neighbors(
         self,
@@ -403,9 +304,8 @@ class CypherGraphStore(ABC):
         sides: list[Direction] = ["out", "in"] if direction == "both" else [direction]
         found: list[tuple[str, str, str]] = []
         for side in sides:
-            query = cypher.neighbours(rel_types, side)
-            rows = await self._read(corpus_id, query, ids=[entity_id])
-            for _source, label, target in _cap_fanout(rows, limit, {}):
+            edges = await self._neighbour_step(corpus_id, rel_types, side)([entity_id])
+            for _source, label, target in traversal.cap_fanout(edges, limit, ()):
                 found.append((side, cypher.REL_TYPES_BY_LABEL[label], target))
         found.sort(key=lambda item: (item[0] != "out", item[1], item[2]))
         found = found[:limit]
@@ -427,8 +327,9 @@ class CypherGraphStore(ABC):
         if source_id == target_id:
             return GraphPath((source_id,), ())
         # Hop by hop until the target's hop: its route is then final (ties settled within the hop).
-        routes, _ = await self._breadth_first(
-            corpus_id, [source_id], max_hops, rel_types, limit=2**62, stop_at=target_id
+        step = self._neighbour_step(corpus_id, rel_types, "both")
+        routes, _ = await traversal.breadth_first(
+            step, [source_id], max_hops, limit=2**62, stop_at=target_id, batch_size=self._batch_size
         )
         route = routes.get(target_id)
         return GraphPath(route.path, route.relationship_types) if route is not None else None
@@ -440,7 +341,7 @@ class CypherGraphStore(ABC):
         ids = clean_strings(entity_ids)
         query = cypher.GET_ENTITIES if with_unresolved else cypher.GET_ENTITY_FIELDS
         found: dict[str, Entity] = {}
-        for batch in _batches(ids, self._batch_size):
+        for batch in batches(ids, self._batch_size):
             for row in await self._read(corpus_id, query, ids=list(batch)):
                 entity = _entity_from_row(row)
                 found[entity.entity_id] = entity
@@ -449,7 +350,7 @@ class CypherGraphStore(ABC):
     async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:
         check_corpus_id(corpus_id)
         found: dict[str, Entity] = {}
-        for batch in _batches(clean_strings(chunk_ids), self._batch_size):
+        for batch in batches(clean_strings(chunk_ids), self._batch_size):
             for row in await self._read(corpus_id, cypher.ENTITIES_BY_CHUNKS, chunk_ids=list(batch)):
                 entity = _entity_from_row(row)
                 found[entity.entity_id] = entity
@@ -495,7 +396,7 @@ class CypherGraphStore(ABC):
             {"id": eid, "community": int(c)} for eid, c in sorted(membership.items()) if "\x00" not in eid
         ]
         written = 0
-        for batch in _batches(rows, self._batch_size):
+        for batch in batches(rows, self._batch_size):
             result = await self._write(corpus_id, cypher.SET_COMMUNITIES, rows=list(batch))
             written += int(result[0]["written"]) if result else 0
         return written
@@ -503,7 +404,7 @@ class CypherGraphStore(ABC):
     async def community_of(self, corpus_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
         check_corpus_id(corpus_id)
         found: dict[str, int] = {}
-        for batch in _batches(clean_strings(entity_ids), self._batch_size):
+        for batch in batches(clean_strings(entity_ids), self._batch_size):
             for row in await self._read(corpus_id, cypher.COMMUNITY_OF, ids=list(batch)):
                 community = row["community"]
                 if community is not None and int(community) != NO_COMMUNITY:
@@ -537,13 +438,3 @@ class CypherGraphStore(ABC):
             result[f"relationships.{cypher.REL_TYPES_BY_LABEL.get(label, label.lower())}"] = int(row["n"])
             result["relationships"] += int(row["n"])
         return result
-
-
-def _seed_score(entity: Entity, terms: Sequence[str]) -> float:
-    """The best match class of an entity over the (lower-cased) terms; see GraphStore.find_seeds."""
-    name, qname = entity.name.lower(), entity.qualified_name.lower()
-    if name in terms or qname in terms:
-        return cypher.EXACT_SCORE
-    if any(name.startswith(term) for term in terms):
-        return cypher.PREFIX_SCORE
-    return cypher.FUZZY_SCORE

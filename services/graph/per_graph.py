@@ -1,0 +1,36 @@
+"""What the graph leg derives from a committed graph generation, kept per graph.
+
+A committed generation's graph never changes, so what is read from it once holds until the corpus
+moves on to the next generation. A corpus deleted and indexed again reuses its graph keys: entries
+are keyed by the key and the corpus's life (`stores.postgres.graph_version`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class PerGraph(Generic[T]):
+    """(graph key, corpus life) -> one loaded value, for the `max_graphs` most recently used."""
+
+    def __init__(self, max_graphs: int) -> None:
+        self._max_graphs = max_graphs
+        self._loaded: OrderedDict[tuple[str, str], asyncio.Task[T]] = OrderedDict()
+
+    async def get(self, key: str, life: str, load: Callable[[], Awaitable[T]]) -> T:
+        """The value for this graph, loaded by `load` the first time (or again after a failed load)."""
+        task = self._loaded.get((key, life))
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            # One load per graph, shared by the requests that arrive while it runs.
+            task = asyncio.ensure_future(load())
+            self._loaded[(key, life)] = task
+            while len(self._loaded) > self._max_graphs:
+                self._loaded.popitem(last=False)
+        self._loaded.move_to_end((key, life))
+        # A caller that gives up (cancelled) must not cancel the load the others wait for.
+        return await asyncio.shield(task)

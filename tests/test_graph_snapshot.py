@@ -1,0 +1,139 @@
+"""A committed graph in memory (graphstore.snapshot) answers exactly as the store it was read from."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+
+from services.graph.per_graph import PerGraph
+from tests.test_graphstore import (
+    ALL_ENTITY_TYPES,
+    ALL_REL_TYPES,
+    BACKENDS,
+    backend_config,
+    ent,
+    new_corpus_id,
+)
+from tribrid.config import TriBridConfig
+from tribrid.graphstore import GraphStore, open_graph_store
+from tribrid.graphstore.base import DIRECTIONS, graph_key
+from tribrid.graphstore.snapshot import GraphSnapshot
+from tribrid.models import Entity, Relation
+
+# Names sharing words and prefixes, so seeds come by every route: exact, prefix, fulltext word, typo.
+_WORDS = ["parse", "parser", "render", "load", "loads", "client", "config", "node", "graph", "walk"]
+_REFS = ["requests.get", "json.dumps", "os.path.join"]
+
+
+def random_graph(corpus_id: str, seed: int) -> tuple[list[Entity], list[Relation]]:
+    """80 entities of every type, three to a chunk, and ~240 relations of every type."""
+    rng = random.Random(seed)
+    entities = [
+        replace(
+            ent(
+                corpus_id,
+                f"e{i:03d}",
+                name := rng.choice(_WORDS) + rng.choice(["", "_all", "_one", "er", "s"]),
+                type_=rng.choice(ALL_ENTITY_TYPES),
+                qualified_name=f"pkg.{rng.choice(_WORDS)}.{name}",
+            ),
+            chunk_id=f"chunk-{i // 3}",
+            unresolved=tuple(rng.sample(_REFS, rng.randint(0, 2))),
+        )
+        for i in range(80)
+    ]
+    relations = {
+        Relation(f"e{rng.randrange(80):03d}", f"e{rng.randrange(80):03d}", rng.choice(ALL_REL_TYPES))
+        for _ in range(240)
+    }
+    return entities, sorted(relations, key=lambda r: (r.source_id, r.target_id, r.type))
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, config: TriBridConfig) -> AsyncIterator[GraphStore]:
+    graph_store = open_graph_store(backend_config(config.graph_store, request.param))
+    yield graph_store
+    await graph_store.close()
+
+
+@pytest.fixture
+async def loaded(store: GraphStore) -> AsyncIterator[tuple[str, GraphSnapshot]]:
+    corpus_id = new_corpus_id()
+    key = graph_key(corpus_id, 1)
+    entities, relations = random_graph(corpus_id, seed=11)
+    await store.ensure_schema(key)
+    await store.upsert_entities(key, entities)
+    await store.upsert_relations(key, relations)
+    await store.set_communities(key, {e.entity_id: i % 4 - 1 for i, e in enumerate(entities)})
+    try:
+        yield key, await GraphSnapshot.load(store, key)
+    finally:
+        await store.delete_corpus(key)
+
+
+async def test_traversals_match_the_store(store: GraphStore, loaded: tuple[str, GraphSnapshot]) -> None:
+    key, snapshot = loaded
+    rng = random.Random(5)
+    ids = [f"e{i:03d}" for i in range(80)]
+    cases = 0
+    for direction in DIRECTIONS:
+        for rel_types in (ALL_REL_TYPES, ["calls"], ["contains", "inherits", "references"]):
+            for max_hops, max_fanout, limit in ((1, 0, 1000), (2, 3, 1000), (3, 0, 12), (4, 2, 40)):
+                seeds = [*rng.sample(ids, rng.randint(1, 4)), "not-an-entity"]
+                args = (key, seeds, max_hops, rel_types)
+                options = {"direction": direction, "max_fanout": max_fanout, "limit": limit}
+                want = await store.traverse(*args, **options)  # type: ignore[arg-type]
+                assert await snapshot.traverse(*args, **options) == want, (seeds, options)  # type: ignore[arg-type]
+                cases += bool(want)
+    assert cases > 20  # most cases reach something: the comparison is not of empty lists
+
+
+async def test_seeds_and_lookups_match_the_store(
+    store: GraphStore, loaded: tuple[str, GraphSnapshot]
+) -> None:
+    key, snapshot = loaded
+    for terms in (["parse"], ["PARSER", "walk"], ["pkg.graph.nodes", "loads"], ["rendr"], ["conf", "x"]):
+        for types, limit in ((ALL_ENTITY_TYPES, 20), (["function", "class"], 5), ([], 5)):
+            for fuzzy in (True, False):
+                want = await store.find_seeds(key, terms, types, limit, fuzzy=fuzzy)
+                assert await snapshot.find_seeds(key, terms, types, limit, fuzzy=fuzzy) == want, terms
+    asked = ["e005", "nope", "e001", "e005", "e079"]
+    for with_unresolved in (True, False):
+        want_entities = await store.get_entities(key, asked, with_unresolved=with_unresolved)
+        assert await snapshot.get_entities(key, asked, with_unresolved=with_unresolved) == want_entities
+    chunks = ["chunk-3", "chunk-0", "nope", "chunk-3"]
+    assert await snapshot.entities_by_chunks(key, chunks) == await store.entities_by_chunks(key, chunks)
+    assert await snapshot.community_of(key, asked) == await store.community_of(key, asked)
+    assert await snapshot.unresolved_refs(key) == await store.unresolved_refs(key)
+
+
+async def test_a_snapshot_answers_only_for_its_own_graph(loaded: tuple[str, GraphSnapshot]) -> None:
+    key, snapshot = loaded
+    with pytest.raises(ValueError, match="this snapshot holds graph"):
+        await snapshot.get_entities(graph_key("other", 1), ["e001"])
+    assert [e.entity_id for e in await snapshot.get_entities(key, ["e001"])] == ["e001"]
+
+
+async def test_per_graph_loads_once_per_key_and_life_and_retries_failures() -> None:
+    loads: list[str] = []
+    cache: PerGraph[str] = PerGraph(max_graphs=2)
+
+    async def load(value: str) -> str:
+        loads.append(value)
+        await asyncio.sleep(0)
+        if value == "bad":
+            raise RuntimeError("store down")
+        return value
+
+    together = await asyncio.gather(*(cache.get("k@g1", "life-1", lambda: load("one")) for _ in range(3)))
+    assert together == ["one"] * 3 and loads == ["one"]  # concurrent callers share one load
+    assert await cache.get("k@g1", "life-2", lambda: load("two")) == "two"  # a new life loads anew
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            await cache.get("k@g2", "life-1", lambda: load("bad"))
+    assert loads == ["one", "two", "bad", "bad"]  # a failed load is not kept
+    assert await cache.get("k@g1", "life-2", lambda: load("again")) == "two"

@@ -1,0 +1,193 @@
+"""One committed graph generation held in memory, answering what a search reads from it.
+
+A committed generation never changes, so a reader can load it once (entities, relations and
+communities: a few bulk queries) and then walk it without a round trip per frontier batch or a
+parse of every hit's fields, which is where a search's time went. Only fulltext matching stays in
+the database (its tokenizing, prefix and fuzzy rules are the index's own): it answers with ids.
+
+Answers are the store's: the same seed ranking (`seeds`) and the same walk
+(`traversal.breadth_first`) over the same edges. Load it only for a generation that is no longer
+written to: later writes are not seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from itertools import chain
+
+from tribrid.graphstore import cypher, seeds, traversal
+from tribrid.graphstore.base import (
+    NO_COMMUNITY,
+    Direction,
+    GraphReader,
+    GraphStore,
+    TraversalHit,
+    check_corpus_id,
+    check_direction,
+    check_entity_types,
+    check_max_hops,
+    check_relationship_types,
+    clean_strings,
+)
+from tribrid.models import Entity, Relation
+
+# node id -> (relation label as stored, node id at the other end), one list per edge direction
+_Adjacency = dict[str, list[tuple[str, str]]]
+
+
+def _index(entities: Iterable[Entity], key_of: Callable[[Entity], str]) -> dict[str, list[str]]:
+    """Lookup key -> ids of the entities with that key."""
+    found: dict[str, list[str]] = {}
+    for entity in entities:
+        found.setdefault(key_of(entity), []).append(entity.entity_id)
+    return found
+
+
+class GraphSnapshot(GraphReader):
+    """The graph stored under one key, in memory; fulltext matching is asked of `fulltext`."""
+
+    def __init__(
+        self,
+        key: str,
+        entities: Iterable[Entity],
+        relations: Iterable[Relation],
+        *,
+        unresolved: Mapping[str, tuple[str, ...]],
+        communities: Mapping[str, int],
+        fulltext: GraphReader,
+    ) -> None:
+        self.key = check_corpus_id(key)
+        self._fulltext = fulltext
+        # Entities as searches read them, without their unresolved references (kept apart).
+        self._entities = {e.entity_id: replace(e, unresolved=()) for e in entities}
+        self._unresolved = {eid: refs for eid, refs in unresolved.items() if eid in self._entities and refs}
+        self._communities = {
+            eid: c for eid, c in communities.items() if eid in self._entities and c != NO_COMMUNITY
+        }
+        # the store's indexed exact lookups: lower-cased name and qualified name; chunk id
+        self._by_name = _index(self._entities.values(), lambda e: e.name.lower())
+        self._by_qname = _index(self._entities.values(), lambda e: e.qualified_name.lower())
+        self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
+        self._out: _Adjacency = {}
+        self._in: _Adjacency = {}
+        for relation in relations:
+            label = cypher.REL_LABELS.get(relation.type)
+            if (
+                label is None
+                or relation.source_id not in self._entities
+                or relation.target_id not in self._entities
+            ):
+                continue
+            self._out.setdefault(relation.source_id, []).append((label, relation.target_id))
+            self._in.setdefault(relation.target_id, []).append((label, relation.source_id))
+
+    @classmethod
+    async def load(cls, store: GraphStore, key: str) -> GraphSnapshot:
+        """Read the graph stored under `key`; fulltext questions go on to `store`."""
+        ids = await store.entity_ids(key)
+        entities, relations, unresolved, communities = await asyncio.gather(
+            store.get_entities(key, ids, with_unresolved=False),
+            store.all_relations(key),
+            store.unresolved_refs(key),
+            store.community_of(key, ids),
+        )
+        return cls(key, entities, relations, unresolved=unresolved, communities=communities, fulltext=store)
+
+    def _check(self, corpus_id: str) -> None:
+        if corpus_id != self.key:
+            raise ValueError(f"this snapshot holds graph {self.key!r}, not {corpus_id!r}")
+
+    def _with_unresolved(self, entity_id: str) -> Entity:
+        entity = self._entities[entity_id]
+        refs = self._unresolved.get(entity_id)
+        return replace(entity, unresolved=refs) if refs else entity
+
+    async def find_seeds(
+        self,
+        corpus_id: str,
+        terms: Sequence[str],
+        entity_types: Sequence[str],
+        limit: int,
+        *,
+        fuzzy: bool = True,
+    ) -> list[tuple[Entity, float]]:
+        self._check(corpus_id)
+        types = check_entity_types(entity_types)
+        lowered = seeds.lowered_terms(terms)
+        if not lowered or not types or limit <= 0:
+            return []
+        exact = chain.from_iterable(
+            chain(self._by_name.get(term, ()), self._by_qname.get(term, ())) for term in lowered
+        )
+        matched = chain(exact, await self.fulltext_ids(corpus_id, lowered, types, fuzzy=fuzzy))
+        wanted = set(types)
+        entities = (self._entities[eid] for eid in matched if eid in self._entities)
+        return seeds.rank_seeds((e for e in entities if e.type in wanted), lowered, limit)
+
+    async def fulltext_ids(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> list[str]:
+        self._check(corpus_id)
+        return await self._fulltext.fulltext_ids(corpus_id, terms, entity_types, fuzzy=fuzzy)
+
+    async def traverse(
+        self,
+        corpus_id: str,
+        seed_ids: Sequence[str],
+        max_hops: int,
+        relationship_types: Sequence[str],
+        *,
+        direction: Direction = "both",
+        max_fanout: int = 0,
+        limit: int = 1000,
+    ) -> list[TraversalHit]:
+        self._check(corpus_id)
+        check_max_hops(max_hops)
+        check_direction(direction)
+        rel_types = check_relationship_types(relationship_types)
+        sources = clean_strings(seed_ids)
+        if not sources or not rel_types or limit <= 0:
+            return []
+        step = self._neighbour_step(frozenset(cypher.REL_LABELS[t] for t in rel_types), direction)
+        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit, max_fanout)
+        chosen = traversal.chosen_hits(routes, limit)
+        return traversal.traversal_hits(chosen, routes, paths, self._entities)
+
+    def _neighbour_step(self, labels: frozenset[str], direction: Direction) -> traversal.Step:
+        """A breadth-first step over the adjacency lists: what `cypher.neighbours` returns."""
+        sides = {"both": [self._out, self._in], "out": [self._out], "in": [self._in]}[direction]
+
+        async def step(ids: list[str]) -> list[traversal.Edge]:
+            return [
+                (source, label, target)
+                for side in sides
+                for source in ids
+                for label, target in side.get(source, ())
+                if label in labels
+            ]
+
+        return step
+
+    async def get_entities(
+        self, corpus_id: str, entity_ids: Sequence[str], *, with_unresolved: bool = True
+    ) -> list[Entity]:
+        self._check(corpus_id)
+        ids = [eid for eid in clean_strings(entity_ids) if eid in self._entities]
+        if not with_unresolved:
+            return [self._entities[eid] for eid in ids]
+        return [self._with_unresolved(eid) for eid in ids]
+
+    async def entities_by_chunks(self, corpus_id: str, chunk_ids: Sequence[str]) -> list[Entity]:
+        self._check(corpus_id)
+        ids = {eid for chunk_id in clean_strings(chunk_ids) for eid in self._by_chunk.get(chunk_id, ())}
+        return [self._with_unresolved(eid) for eid in sorted(ids)]
+
+    async def unresolved_refs(self, corpus_id: str) -> dict[str, tuple[str, ...]]:
+        self._check(corpus_id)
+        return dict(self._unresolved)
+
+    async def community_of(self, corpus_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        self._check(corpus_id)
+        return {eid: self._communities[eid] for eid in clean_strings(entity_ids) if eid in self._communities}
