@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import asyncpg
@@ -115,13 +116,17 @@ class GraphSettings:
     community_boost: float = 0.0
 
 
+# A match's explanation: its detail line and provenance. Built only for the chunks returned (a
+# search scores a few hundred hits to return top_k).
+_Explain = Callable[[], tuple[str, common_pb2.GraphProvenance]]
+
+
 @dataclass(slots=True)
 class _Best:
     score: float
     hops: int
     entity_id: str
-    detail: str
-    provenance: common_pb2.GraphProvenance = field(default_factory=common_pb2.GraphProvenance)
+    explain: _Explain
 
     def key(self) -> tuple[float, int, str]:
         return (-self.score, self.hops, self.entity_id)
@@ -196,20 +201,79 @@ async def _names(
         known[entity.entity_id] = entity
 
 
-def _filtered(
-    rows: dict[str, ChunkRow], best: dict[str, _Best], params_path: str | None, languages: Sequence[str]
-) -> list[str]:
-    path_re = re.compile(params_path) if params_path else None
-    return sorted(
-        (
-            cid
-            for cid, row in rows.items()
-            if cid in best
+def _explain_hit(
+    hit: TraversalHit, known: dict[str, Entity], match: str, *, search: bool
+) -> tuple[str, common_pb2.GraphProvenance]:
+    """A traversal hit's detail and provenance: from a search's seed, or an expanded chunk."""
+    seed, via = known[hit.seed_id].qualified_name, ",".join(hit.relationship_types)
+    if search:
+        detail = f"seed={seed} hops={hit.hops} via={via} paths={hit.supporting_paths}"
+    else:
+        detail = f"from={seed} hops={hit.hops} via={via}"
+    return detail, _provenance(hit, known, match)
+
+
+def _explain_seed(entity: Entity, match: str) -> tuple[str, common_pb2.GraphProvenance]:
+    return f"seed={entity.qualified_name} hops=0 match={match}", common_pb2.GraphProvenance(
+        seed_entity=entity.qualified_name,
+        path=[entity.qualified_name],
+        hops=0,
+        supporting_paths=1,
+        seed_match=match,
+    )
+
+
+def _explain_referrer(entity: Entity, ref: str) -> tuple[str, common_pb2.GraphProvenance]:
+    return f"refers to {ref} (not defined in the corpus) hops=1", common_pb2.GraphProvenance(
+        seed_entity=ref,
+        path=[ref, entity.qualified_name],
+        relationship_types=["calls"],
+        hops=1,
+        supporting_paths=1,
+        seed_match="unresolved",
+    )
+
+
+async def _top_chunks(
+    pool: asyncpg.Pool,
+    corpus_id: str,
+    best: dict[str, _Best],
+    top_k: int,
+    path_regex: str | None = None,
+    languages: Sequence[str] = (),
+) -> list[ChunkRow]:
+    """The top_k best-scored chunks that exist and pass the filters, best first (then chunk id).
+
+    Rows are read in rank order, a batch at a time, until top_k pass: not every candidate's
+    content for the few returned.
+    """
+    path_re = re.compile(path_regex) if path_regex else None
+    ranked = sorted(best, key=lambda cid: (*best[cid].key(), cid))
+    # a filter may drop many: read more per batch then
+    batch = top_k if path_re is None and not languages else max(4 * top_k, 100)
+    found: list[ChunkRow] = []
+    for start in range(0, len(ranked), batch):
+        ids = ranked[start : start + batch]
+        rows = await fetch_chunks(pool, corpus_id, ids)
+        found.extend(
+            row
+            for row in (rows.get(cid) for cid in ids)
+            if row is not None
             and (path_re is None or path_re.match(row.file_path))
             and (not languages or row.language in languages)
-        ),
-        key=lambda cid: (*best[cid].key(), cid),
-    )
+        )
+        if len(found) >= top_k:
+            break
+    return found[:top_k]
+
+
+def _result(rows: Sequence[ChunkRow], best: dict[str, _Best]) -> GraphResult:
+    chunks: list[ScoredChunk] = []
+    provenance: dict[str, common_pb2.GraphProvenance] = {}
+    for row in rows:
+        detail, provenance[row.chunk_id] = best[row.chunk_id].explain()
+        chunks.append(ScoredChunk(row, best[row.chunk_id].score, detail))
+    return GraphResult(chunks, provenance)
 
 
 def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
@@ -261,14 +325,7 @@ async def graph_search(
                 score * weight * settings.hop_decay[0] * seed_factor,
                 0,
                 entity.entity_id,
-                f"seed={entity.qualified_name} hops=0 match={seed_match(score)}",
-                common_pb2.GraphProvenance(
-                    seed_entity=entity.qualified_name,
-                    path=[entity.qualified_name],
-                    hops=0,
-                    supporting_paths=1,
-                    seed_match=seed_match(score),
-                ),
+                partial(_explain_seed, entity, seed_match(score)),
             ),
         )
     # Seeds in priority order (best match first): ties between routes go to the better seed.
@@ -293,30 +350,17 @@ async def graph_search(
     for hit in hits:
         same = communities.get(hit.entity.entity_id, -1) in seed_communities
         score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same, plan.asked)
-        seed = known[hit.seed_id]
-        via = ",".join(hit.relationship_types)
-        offer(
-            hit.entity,
-            _Best(
-                score,
-                hit.hops,
-                hit.entity.entity_id,
-                f"seed={seed.qualified_name} hops={hit.hops} via={via} paths={hit.supporting_paths}",
-                _provenance(hit, known, seed_match(seed_score.get(hit.seed_id, 0.0))),
-            ),
-        )
+        match = seed_match(seed_score.get(hit.seed_id, 0.0))
+        explain = partial(_explain_hit, hit, known, match, search=True)
+        offer(hit.entity, _Best(score, hit.hops, hit.entity.entity_id, explain))
 
     return await _ranked_result(pool, params, best)
 
 
 async def _ranked_result(pool: asyncpg.Pool, params: SearchParams, best: dict[str, _Best]) -> GraphResult:
     """The best-scored chunks that pass the request's filters, top_k of them."""
-    rows = await fetch_chunks(pool, params.corpus_id, list(best))
-    ranked = _filtered(rows, best, params.path_regex, params.languages)[: params.top_k]
-    return GraphResult(
-        [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked],
-        {cid: best[cid].provenance for cid in ranked},
-    )
+    rows = await _top_chunks(pool, params.corpus_id, best, params.top_k, params.path_regex, params.languages)
+    return _result(rows, best)
 
 
 async def _external_callers(
@@ -344,20 +388,7 @@ async def _external_callers(
         entity, ref = referrer.entity, referrer.name
         if not entity.chunk_id or entity.chunk_id in best:
             continue
-        best[entity.chunk_id] = _Best(
-            score,
-            1,
-            entity.entity_id,
-            f"refers to {ref} (not defined in the corpus) hops=1",
-            common_pb2.GraphProvenance(
-                seed_entity=ref,
-                path=[ref, entity.qualified_name],
-                relationship_types=["calls"],
-                hops=1,
-                supporting_paths=1,
-                seed_match="unresolved",
-            ),
-        )
+        best[entity.chunk_id] = _Best(score, 1, entity.entity_id, partial(_explain_referrer, entity, ref))
     return await _ranked_result(pool, params, best)
 
 
@@ -396,20 +427,9 @@ async def expand_context(
         cid = hit.entity.chunk_id
         if not cid or cid in inputs:
             continue
-        seed = known[hit.seed_id]
-        candidate = _Best(
-            hit_score(hit, 1.0, settings, False),
-            hit.hops,
-            hit.entity.entity_id,
-            f"from={seed.qualified_name} hops={hit.hops} via={','.join(hit.relationship_types)}",
-            _provenance(hit, known, "exact"),
-        )
+        explain = partial(_explain_hit, hit, known, "exact", search=False)
+        candidate = _Best(hit_score(hit, 1.0, settings, False), hit.hops, hit.entity.entity_id, explain)
         current = best.get(cid)
         if current is None or candidate.key() < current.key():
             best[cid] = candidate
-    rows = await fetch_chunks(pool, corpus_id, list(best))
-    ranked = _filtered(rows, best, None, ())[:top_k]
-    return GraphResult(
-        [ScoredChunk(rows[cid], best[cid].score, best[cid].detail) for cid in ranked],
-        {cid: best[cid].provenance for cid in ranked},
-    )
+    return _result(await _top_chunks(pool, corpus_id, best, top_k), best)
