@@ -27,19 +27,31 @@ def fulltext_words(lowered: Sequence[str]) -> list[str]:
 
 def seed_score(entity: Entity, terms: Sequence[str]) -> float:
     """The best match class of an entity over the (lower-cased) terms; see GraphStore.find_seeds."""
-    name, qname = entity.name.lower(), entity.qualified_name.lower()
-    if name in terms or qname in terms:
-        return cypher.EXACT_SCORE
-    if any(name.startswith(term) for term in terms):
-        return cypher.PREFIX_SCORE
-    return cypher.FUZZY_SCORE
+    return _SeedScorer(terms).score(entity)
+
+
+class _SeedScorer:
+    """seed_score for many entities and the same terms (the terms turned into a set and a tuple once)."""
+
+    def __init__(self, terms: Sequence[str]) -> None:
+        self._exact = frozenset(terms)
+        self._prefixes = tuple(terms)
+
+    def score(self, entity: Entity) -> float:
+        name = entity.name.lower()
+        if name in self._exact or entity.qualified_name.lower() in self._exact:
+            return cypher.EXACT_SCORE
+        if name.startswith(self._prefixes):
+            return cypher.PREFIX_SCORE
+        return cypher.FUZZY_SCORE
 
 
 def rank_seeds(matches: Iterable[Entity], lowered: Sequence[str], limit: int) -> list[tuple[Entity, float]]:
     """Each matched entity once with its score, best first (then by id), at most `limit`."""
+    scorer = _SeedScorer(lowered)
     best: dict[str, tuple[Entity, float]] = {}
     for entity in matches:
         if entity.entity_id not in best:
-            best[entity.entity_id] = (entity, seed_score(entity, lowered))
+            best[entity.entity_id] = (entity, scorer.score(entity))
     ranked = sorted(best.values(), key=lambda pair: (-pair[1], pair[0].entity_id))
     return ranked[:limit]
