@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
@@ -272,19 +272,22 @@ class CypherGraphStore(ABC):
         sources = clean_strings(seed_ids)
         if not sources or not rel_types or limit <= 0:
             return []
-        step = self._neighbour_step(corpus_id, rel_types, direction)
-        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit, max_fanout)
+        step = self._neighbour_step(corpus_id, rel_types, direction, max_fanout)
+        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit)
         chosen = traversal.chosen_hits(routes, limit)
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen, with_unresolved=False)}
         return traversal.traversal_hits(chosen, routes, paths, entities)
 
-    def _neighbour_step(self, corpus_id: str, rel_types: list[str], direction: Direction) -> traversal.Step:
+    def _neighbour_step(
+        self, corpus_id: str, rel_types: list[str], direction: Direction, max_fanout: int
+    ) -> traversal.Step:
         """A breadth-first step as one `cypher.neighbours` query."""
         query = cypher.neighbours(rel_types, direction)
 
-        async def step(ids: list[str]) -> list[traversal.Edge]:
+        async def step(ids: list[str], seen: Collection[str]) -> list[traversal.Edge]:
             rows = await self._read(corpus_id, query, ids=ids)
-            return [(str(row["source_id"]), str(row["label"]), str(row["target_id"])) for row in rows]
+            edges = ((str(row["source_id"]), str(row["label"]), str(row["target_id"])) for row in rows)
+            return traversal.cap_fanout(edges, max_fanout, seen)
 
         return step
 
@@ -304,8 +307,9 @@ class CypherGraphStore(ABC):
         sides: list[Direction] = ["out", "in"] if direction == "both" else [direction]
         found: list[tuple[str, str, str]] = []
         for side in sides:
-            edges = await self._neighbour_step(corpus_id, rel_types, side)([entity_id])
-            for _source, label, target in traversal.cap_fanout(edges, limit, ()):
+            for _source, label, target in await self._neighbour_step(corpus_id, rel_types, side, limit)(
+                [entity_id], ()
+            ):
                 found.append((side, cypher.REL_TYPES_BY_LABEL[label], target))
         found.sort(key=lambda item: (item[0] != "out", item[1], item[2]))
         found = found[:limit]
@@ -327,7 +331,7 @@ class CypherGraphStore(ABC):
         if source_id == target_id:
             return GraphPath((source_id,), ())
         # Hop by hop until the target's hop: its route is then final (ties settled within the hop).
-        step = self._neighbour_step(corpus_id, rel_types, "both")
+        step = self._neighbour_step(corpus_id, rel_types, "both", 0)
         routes, _ = await traversal.breadth_first(
             step, [source_id], max_hops, limit=2**62, stop_at=target_id, batch_size=self._batch_size
         )

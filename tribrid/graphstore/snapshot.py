@@ -13,7 +13,7 @@ written to: later writes are not seen.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 
@@ -34,6 +34,8 @@ from tribrid.graphstore.base import (
 from tribrid.models import Entity, Relation
 
 # node id -> (relation label as stored, node id at the other end), one list per edge direction
+_Edges = dict[str, list[tuple[str, str]]]
+# node id -> (neighbour id, relation label) pairs of one kind of walk, sorted
 _Adjacency = dict[str, list[tuple[str, str]]]
 
 
@@ -70,8 +72,9 @@ class GraphSnapshot(GraphReader):
         self._by_name = _index(self._entities.values(), lambda e: e.name.lower())
         self._by_qname = _index(self._entities.values(), lambda e: e.qualified_name.lower())
         self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
-        self._out: _Adjacency = {}
-        self._in: _Adjacency = {}
+        self._out: _Edges = {}
+        self._in: _Edges = {}
+        self._walks: dict[tuple[tuple[str, ...], Direction], _Adjacency] = {}
         for relation in relations:
             label = cypher.REL_LABELS.get(relation.type)
             if (
@@ -150,23 +153,43 @@ class GraphSnapshot(GraphReader):
         sources = clean_strings(seed_ids)
         if not sources or not rel_types or limit <= 0:
             return []
-        step = self._neighbour_step(frozenset(cypher.REL_LABELS[t] for t in rel_types), direction)
-        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit, max_fanout)
+        step = self._neighbour_step(self._adjacency(rel_types, direction), max_fanout)
+        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit)
         chosen = traversal.chosen_hits(routes, limit)
         return traversal.traversal_hits(chosen, routes, paths, self._entities)
 
-    def _neighbour_step(self, labels: frozenset[str], direction: Direction) -> traversal.Step:
-        """A breadth-first step over the adjacency lists: what `cypher.neighbours` returns."""
-        sides = {"both": [self._out, self._in], "out": [self._out], "in": [self._in]}[direction]
+    def _adjacency(self, rel_types: list[str], direction: Direction) -> _Adjacency:
+        """Node id -> its (neighbour id, label) pairs over these types and direction, each once and
+        sorted: the order `traversal.cap_fanout` picks from. Made once per kind of walk."""
+        key = (tuple(rel_types), direction)
+        if key not in self._walks:
+            labels = {cypher.REL_LABELS[t] for t in rel_types}
+            sides = {"both": [self._out, self._in], "out": [self._out], "in": [self._in]}[direction]
+            pairs: dict[str, set[tuple[str, str]]] = {}
+            for side in sides:
+                for node, linked in side.items():
+                    pairs.setdefault(node, set()).update(
+                        (other, label) for label, other in linked if label in labels
+                    )
+            self._walks[key] = {node: sorted(found) for node, found in pairs.items() if found}
+        return self._walks[key]
 
-        async def step(ids: list[str]) -> list[traversal.Edge]:
-            return [
-                (source, label, target)
-                for side in sides
-                for source in ids
-                for label, target in side.get(source, ())
-                if label in labels
-            ]
+    @staticmethod
+    def _neighbour_step(adjacency: _Adjacency, max_fanout: int) -> traversal.Step:
+        """A breadth-first step over sorted adjacency lists: what the store's step returns,
+        without sorting or de-duplicating each time."""
+
+        async def step(ids: list[str], seen: Collection[str]) -> list[traversal.Edge]:
+            edges: list[traversal.Edge] = []
+            for source in ids:
+                kept = 0
+                for target, label in adjacency.get(source, ()):
+                    if target not in seen:
+                        edges.append((source, label, target))
+                        kept += 1
+                        if kept == max_fanout:  # never true for 0 (no cap)
+                            break
+            return edges
 
         return step
 

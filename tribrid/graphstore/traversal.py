@@ -1,8 +1,9 @@
 """The breadth-first traversal every graph reader shares, whatever answers its neighbour steps.
 
-A step is "these frontier ids -> their (source id, relation label, neighbour id) edges": the Cypher
-stores answer it with one `cypher.neighbours` query, an in-memory snapshot from its adjacency
-lists. The walk, its tie-breaks and where it stops live only here, so both give the same hits.
+A step is "these frontier ids -> their (source id, relation label, neighbour id) edges to nodes
+not yet reached, at most max_fanout per source (`cap_fanout`)": the Cypher stores answer it with
+one `cypher.neighbours` query, an in-memory snapshot from sorted adjacency lists. The walk, its
+tie-breaks and where it stops live only here, so both give the same hits.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from tribrid.models import Entity
 
 # (source id, relation label as stored, e.g. "CALLS", neighbour id)
 Edge = tuple[str, str, str]
-# The edges of one breadth-first step from these frontier ids (any order, duplicates allowed).
-Step = Callable[[list[str]], Awaitable[Iterable[Edge]]]
+# One breadth-first step: the edges from these frontier ids to nodes not in `seen`, each once, at
+# most the fan-out cap per frontier id, chosen as `cap_fanout` does (in any order).
+Step = Callable[[list[str], Collection[str]], Awaitable[Iterable[Edge]]]
 
 # Frontier nodes expanded per step in a traversal (it stops once `limit` are reached).
 EXPAND_BATCH = 16
@@ -64,7 +66,6 @@ async def breadth_first(
     seeds: list[str],
     max_hops: int,
     limit: int,
-    max_fanout: int = 0,
     stop_at: str | None = None,
     batch_size: int = EXPAND_BATCH,
 ) -> tuple[dict[str, Route], dict[str, int]]:
@@ -84,7 +85,7 @@ async def breadth_first(
         for batch in batches(frontier, batch_size):
             if len(routes) + len(found) - len(seeds) >= limit:
                 break
-            for edge in cap_fanout(await step(list(batch)), max_fanout, routes):
+            for edge in await step(list(batch), routes):
                 source, label, target = edge
                 if target in routes or edge in seen_edges:
                     continue
