@@ -6,16 +6,19 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 
 import grpc
 import pytest
 
 from services.graph.search import seed_terms
+from services.graph.service import GraphServicer
 from tests.conftest import Stack
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
+from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 from tribrid.query_kind import detect_intent
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
@@ -568,3 +571,35 @@ async def test_communities_separate_planted_clusters(store: GraphStore, algorith
         assert await store.entity_ids(k) == sorted([*left, *right, "alone"])
     finally:
         await store.delete_corpus(k)
+
+
+async def test_graph_too_big_for_memory_is_searched_in_the_store(stack: Stack, fixture_corpus: str) -> None:
+    """A graph too big to hold in memory is walked in the database, with the same answers."""
+    pool = await stack.resources.pool()
+    store = stack.resources.graph()
+    key = graph_key(fixture_corpus, GENERATION)
+    entities = (await store.counts(key))["entities"]
+    request = common_pb2.SearchRequest(
+        corpus_id=fixture_corpus,
+        query="who calls checkout",
+        top_k=20,
+        overrides=common_pb2.SearchOverrides(max_hops=2),
+    )
+    answers = []
+    for limit in (entities, entities - 1):
+        graph_cfg = stack.cfg.graph.model_copy(update={"snapshot_max_entities": limit})
+        servicer = GraphServicer(stack.cfg.model_copy(update={"graph": graph_cfg}), pool, store)
+        _, life = await servicer._graph(fixture_corpus)
+        assert servicer._reader(key, life) is store  # the store answers while the snapshot loads
+        await servicer._snapshots.get(key, life, partial(servicer._load_snapshot, key))
+        assert isinstance(servicer._reader(key, life), GraphSnapshot) == (limit == entities)
+        reply = await servicer.Search(request, None)  # type: ignore[arg-type]  # no error: no context needed
+        answers.append([(m.symbol, m.score, m.explain[0].graph.path[:]) for m in reply.matches])
+    assert answers[0] == answers[1]
+    assert [symbol.removeprefix("app.") for symbol, _, _ in answers[0]] == [
+        "api_checkout",
+        "handle_order",
+        "main",
+        "test_checkout_flow",
+        "checkout",
+    ]

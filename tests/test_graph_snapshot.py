@@ -137,3 +137,21 @@ async def test_per_graph_loads_once_per_key_and_life_and_retries_failures() -> N
             await cache.get("k@g2", "life-1", lambda: load("bad"))
     assert loads == ["one", "two", "bad", "bad"]  # a failed load is not kept
     assert await cache.get("k@g1", "life-2", lambda: load("again")) == "two"
+
+
+async def test_per_graph_ready_starts_the_load_without_waiting_for_it() -> None:
+    release = asyncio.Event()
+    loads: list[str] = []
+    cache: PerGraph[str] = PerGraph(max_graphs=2)
+
+    async def load() -> str:
+        loads.append("snapshot")
+        await release.wait()
+        return "snapshot"
+
+    assert cache.ready("k@g1", "life-1", load) is None  # started, not done: the caller goes on
+    await asyncio.sleep(0)
+    assert cache.ready("k@g1", "life-1", load) is None and loads == ["snapshot"]  # one load
+    release.set()
+    assert await cache.get("k@g1", "life-1", load) == "snapshot"
+    assert cache.ready("k@g1", "life-1", load) == "snapshot" and loads == ["snapshot"]

@@ -2,22 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import AsyncIterator, Sequence
 from functools import partial
 
 import asyncpg
 import pytest
 
 from services.graph import search
+from tests.conftest import Stack
 from tribrid.stores.postgres import ChunkRow
+from tribrid.stores.postgres import fetch_chunks as real_fetch
 from tribrid.v1 import common_pb2
 
+# (chunk id, path, language) of the stored chunks; "c" is scored below but has no stored row
+STORED = [("a", "app/a.py", "python"), ("b", "docs/b.md", "markdown")] + [
+    (cid, f"app/{cid}.py", "python") for cid in "def"
+]
 
-def row(chunk_id: str, path: str = "app/a.py", language: str = "python") -> ChunkRow:
-    return ChunkRow(chunk_id, "c", path, 1, 2, language, "function", chunk_id, "pass")
 
-
-STORED = {r.chunk_id: r for r in [row("a"), row("b", "docs/b.md", "markdown"), row("d"), row("e"), row("f")]}
+@pytest.fixture
+async def corpus(stack: Stack) -> AsyncIterator[str]:
+    """A committed corpus holding the STORED chunks, in the real PostgreSQL."""
+    corpus_id = f"gtop-{uuid.uuid4().hex[:10]}"
+    pool = await stack.resources.pool()
+    dim = stack.cfg.embedding.dim
+    await pool.execute(
+        "INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim, generation)"
+        " VALUES ($1, '/nowhere', 'none', $2, 1)",
+        corpus_id,
+        dim,
+    )
+    for chunk_id, path, language in STORED:
+        await pool.execute(
+            "INSERT INTO chunks (corpus_id, chunk_id, generation, file_path, start_line, end_line, language,"
+            " kind, symbol, content, embedding, tsv, term_count)"
+            " VALUES ($1, $2, 1, $3, 1, 2, $4, 'function', $2, 'pass',"
+            " array_fill(0.1, ARRAY[$5::int])::real[]::vector, to_tsvector('simple', 'pass'), 1)",
+            corpus_id,
+            chunk_id,
+            path,
+            language,
+            dim,
+        )
+    yield corpus_id
+    await pool.execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 def explain(chunk_id: str) -> tuple[str, common_pb2.GraphProvenance]:
@@ -25,36 +54,39 @@ def explain(chunk_id: str) -> tuple[str, common_pb2.GraphProvenance]:
 
 
 def best(scores: dict[str, float]) -> dict[str, search._Best]:
-    """Candidates by chunk id (all at one hop); "c" has no stored row."""
+    """Candidates by chunk id (all at one hop)."""
     return {cid: search._Best(score, 1, cid, partial(explain, cid)) for cid, score in scores.items()}
 
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The chunk ids of each read the graph leg makes: a spy around the real read."""
     asked: list[list[str]] = []
 
     async def fetch_chunks(
         pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[str]
     ) -> dict[str, ChunkRow]:
         asked.append(list(chunk_ids))
-        return {cid: STORED[cid] for cid in chunk_ids if cid in STORED}
+        return await real_fetch(pool, corpus_id, chunk_ids)
 
     monkeypatch.setattr(search, "fetch_chunks", fetch_chunks)
     return asked
 
 
-async def test_top_chunks_in_rank_order_reading_only_what_is_needed(reads: list[list[str]]) -> None:
+async def test_top_chunks_in_rank_order_reading_only_what_is_needed(
+    stack: Stack, corpus: str, reads: list[list[str]]
+) -> None:
+    pool = await stack.resources.pool()
     candidates = best({"e": 0.2, "a": 0.9, "c": 0.8, "b": 0.8, "d": 0.5, "f": 0.5})
-    pool = object()  # never used: fetch_chunks is replaced
-    top = await search._top_chunks(pool, "c", candidates, 2)  # type: ignore[arg-type]
+    top = await search._top_chunks(pool, corpus, candidates, 2)
     assert [r.chunk_id for r in top] == ["a", "b"]  # ties by chunk id; "c" is not stored
     assert reads == [["a", "b"]]
     reads.clear()
-    top = await search._top_chunks(pool, "c", candidates, 3)  # type: ignore[arg-type]
+    top = await search._top_chunks(pool, corpus, candidates, 3)
     assert [r.chunk_id for r in top] == ["a", "b", "d"]
     assert reads == [["a", "b", "c"], ["d", "f", "e"]]  # "c" missing: one batch more
     reads.clear()
-    top = await search._top_chunks(pool, "c", candidates, 9, r".*\.py$", ["python"])  # type: ignore[arg-type]
+    top = await search._top_chunks(pool, corpus, candidates, 9, r".*\.py$", ["python"])
     assert [r.chunk_id for r in top] == ["a", "d", "f", "e"]
     result = search._result(top[:1], candidates)
     assert [(m.chunk.chunk_id, m.score, m.detail) for m in result.chunks] == [("a", 0.9, "detail a")]

@@ -24,6 +24,17 @@ class PerGraph(Generic[T]):
 
     async def get(self, key: str, life: str, load: Callable[[], Awaitable[T]]) -> T:
         """The value for this graph, loaded by `load` the first time (or again after a failed load)."""
+        # A caller that gives up (cancelled) must not cancel the load the others wait for.
+        return await asyncio.shield(self._load(key, life, load))
+
+    def ready(self, key: str, life: str, load: Callable[[], Awaitable[T]]) -> T | None:
+        """The value for this graph if it is loaded; else None, with the load started (once)."""
+        task = self._load(key, life, load)
+        if task.done() and not task.cancelled() and task.exception() is None:
+            return task.result()
+        return None
+
+    def _load(self, key: str, life: str, load: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
         task = self._loaded.get((key, life))
         if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
             # One load per graph, shared by the requests that arrive while it runs.
@@ -32,5 +43,4 @@ class PerGraph(Generic[T]):
             while len(self._loaded) > self._max_graphs:
                 self._loaded.popitem(last=False)
         self._loaded.move_to_end((key, life))
-        # A caller that gives up (cancelled) must not cancel the load the others wait for.
-        return await asyncio.shield(task)
+        return task

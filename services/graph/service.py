@@ -22,7 +22,7 @@ from services.graph.search import (
 )
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore
-from tribrid.graphstore.base import DIRECTIONS, Direction, graph_key
+from tribrid.graphstore.base import DIRECTIONS, Direction, GraphReader, graph_key
 from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity
 from tribrid.search_common import (
@@ -40,9 +40,6 @@ from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
 
 MAX_PATH_HOPS = 4
 MAX_NEIGHBOURS = 1000
-# Committed graphs searched from memory: the current generation of a few corpora (and, while a
-# re-index commits, the one before it).
-MAX_SNAPSHOTS = 4
 
 
 def _choose(requested: list[str], default: list[str], allowed: tuple[str, ...], what: str) -> list[str]:
@@ -97,7 +94,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._pool = pool
         self._store = store
         self._external = ExternalNames()
-        self._snapshots: PerGraph[GraphSnapshot] = PerGraph(MAX_SNAPSHOTS)
+        # None: the graph is too big to hold, searches walk it in the store.
+        self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.graph.snapshot_max_graphs)
 
     # --- shared checks ----------------------------------------------------------------------------
 
@@ -141,10 +139,19 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _key(self, corpus_id: str) -> str:
         return (await self._graph(corpus_id))[0]
 
-    async def _snapshot(self, key: str, life: str) -> GraphSnapshot:
-        """The committed graph under `key`, in memory: read once per generation, then searched
-        without a round trip per traversal step or entity (see graphstore.snapshot)."""
-        return await self._snapshots.get(key, life, lambda: GraphSnapshot.load(self._store, key))
+    def _reader(self, key: str, life: str) -> GraphReader:
+        """What searches of the committed graph under `key` read: the graph in memory, read once
+        per generation and then searched without a round trip per traversal step or entity (see
+        graphstore.snapshot); else the store itself. The store answers while the snapshot loads
+        (searches after a commit don't wait for it), and for graphs over `snapshot_max_entities`."""
+        snapshot = self._snapshots.ready(key, life, lambda: self._load_snapshot(key))
+        return self._store if snapshot is None else snapshot
+
+    async def _load_snapshot(self, key: str) -> GraphSnapshot | None:
+        limit = self._cfg.graph.snapshot_max_entities
+        if limit == 0 or (await self._store.counts(key))["entities"] > limit:
+            return None
+        return await GraphSnapshot.load(self._store, key)
 
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str = "entity") -> Entity:
         if ref.entity_id:
@@ -174,9 +181,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             )
             settings = self._settings(request.overrides)
             key, life = await self._graph(params.corpus_id)
-            snapshot = await self._snapshot(key, life)
+            reader = self._reader(key, life)
             external = self._external.of(key, life)
-            found = await graph_search(snapshot, self._pool, key, params, settings, external)
+            found = await graph_search(reader, self._pool, key, params, settings, external)
         except RequestError as err:
             await context.abort(err.code, err.message)
         return common_pb2.SearchResponse(
@@ -204,7 +211,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             key, life = await self._graph(request.corpus_id)
             settings = self._settings(common_pb2.SearchOverrides())
             found = await expand_context(
-                await self._snapshot(key, life),
+                self._reader(key, life),
                 self._pool,
                 request.corpus_id,
                 key,
