@@ -3,15 +3,20 @@ filters and bad input."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from typing import Any
+
 import grpc
 import numpy as np
 import pytest
 
-from services.sparse.bm25 import SESSION_SETTINGS
+from services.sparse.bm25 import SESSION_SETTINGS, build_plain_query
 from services.sparse.service import SparseServicer
 from tests.conftest import SAMPLE_CORPUS, Stack
 from tests.test_vector_leg import synth_vectors, write_corpus
 from tribrid.models import Chunk
+from tribrid.search_common import SearchParams
 from tribrid.v1 import common_pb2, indexer_pb2, sparse_pb2_grpc
 
 WORDS = "synth-words"
@@ -240,3 +245,24 @@ async def test_the_sparse_pool_starts_connections_with_its_planner_settings(stac
             assert await conn.fetchval(f"SHOW {name}") == value
     async with (await stack.resources.pool()).acquire() as conn:  # the shared pool keeps the defaults
         assert await conn.fetchval("SHOW enable_sort") == "on"
+
+
+def _postings_scans(plan: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    """(node type, index name) of every plan node reading the postings table."""
+    if plan.get("Relation Name") == "postings":
+        yield plan["Node Type"], plan.get("Index Name")
+    for child in plan.get("Plans", []):
+        yield from _postings_scans(child)
+
+
+async def test_plain_statement_generic_plan_reads_postings_by_term(stack: Stack) -> None:
+    """The sparse pool plans each statement once, for any terms: every read of the postings must
+    then be an index scan by term, never a scan of the corpus's postings (which a per-term df
+    subplan used to get, at ~100 ms per query)."""
+    sql, _ = build_plain_query(SearchParams("c", "q", 10, None, ()))
+    pool = await stack.resources.pool(SESSION_SETTINGS)
+    args = ["c", ["parse", "config"], [True, True], 1.2, 0.75, 10, 2, True]  # bound, but not planned for
+    plan = json.loads(await pool.fetchval(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {sql}", *args))[0]["Plan"]
+    scans = list(_postings_scans(plan))
+    assert len(scans) >= 2  # the df counts, the scoring and the matched terms
+    assert all(index == "postings_pkey" for _, index in scans), scans

@@ -91,6 +91,14 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             REFERENCES chunks (corpus_id, chunk_id, generation) ON DELETE CASCADE;
         ALTER TABLE corpora ADD COLUMN index_format int NOT NULL DEFAULT 0;
         """,
+        # A chunk's postings (for the deletes cascading from chunks) by chunk id alone. Led by the
+        # corpus, this index also offered "every posting of the corpus, filtered by term" to plans
+        # made without knowing the corpus or terms: the sparse leg's generic plans, which must read
+        # postings by term (`postings_pkey`) and, with many small corpora, picked it instead.
+        """
+        DROP INDEX postings_by_chunk;
+        CREATE INDEX postings_by_chunk ON postings (chunk_id, generation);
+        """,
     ]
 
 
