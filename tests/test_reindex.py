@@ -137,6 +137,7 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     await index(stack, embedder, "reindex-inc", root)
     before = await snapshot(stack, "reindex-inc")
     old_entities = await all_entities(stack, graph_key("reindex-inc", before.generation))
+    old_stats = await exact_term_stats(stack, "reindex-inc")
 
     # Unchanged: nothing embedded, nothing written, same generation.
     embedder.texts.clear()
@@ -209,6 +210,10 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     assert sorted(after.entities.values()) == sorted(fresh.entities.values())
     assert after.relations == fresh.relations
     assert after.counts == fresh.counts
+    new_stats = await exact_term_stats(stack, "reindex-inc")
+    assert new_stats == await exact_term_stats(stack, "reindex-fresh") != old_stats
+    assert old_stats["warehouse"] - new_stats["warehouse"] == 2  # the deleted file's two chunks with it
+    assert "shelves" in old_stats and "shelves" not in new_stats  # a word only the deleted file had
 
 
 def worker_env(cfg: TriBridConfig) -> dict[str, str]:
@@ -231,6 +236,7 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
     shutil.copytree(FIXTURE_REPO, root)
     await index(stack, stack.resources.embedder(), corpus_id, root)
     before = await snapshot(stack, corpus_id)
+    before_stats = await exact_term_stats(stack, corpus_id)
 
     # Enough new code that embedding takes a while; the worker is killed during it.
     edit_tree(root)
@@ -291,6 +297,7 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
     assert middle.entities == before.entities
     assert middle.relations == before.relations
     assert middle.counts == before.counts
+    assert await exact_term_stats(stack, corpus_id) == before_stats  # hidden rows count for nothing
 
     # A re-run finishes the job: same result as a fresh index of the tree, junk discarded.
     progress = await index(stack, stack.resources.embedder(), corpus_id, root)
@@ -305,6 +312,22 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
         done.chunks
     )
     assert await hidden_rows(stack, corpus_id, done.generation) == 0
+    assert (await exact_term_stats(stack, corpus_id))["helper"] >= 60 * 12  # each generated function
+
+
+async def exact_term_stats(stack: Stack, corpus_id: str) -> dict[str, int]:
+    """The document frequencies BM25 reads (term_stats), checked against a count of the postings
+    of the committed generation."""
+    pool = await stack.resources.pool()
+    kept = await pool.fetch("SELECT term, df FROM term_stats WHERE corpus_id = $1", corpus_id)
+    counted = await pool.fetch(
+        f"SELECT p.term, count(*) FROM postings p WHERE p.corpus_id = $1 AND {committed('p')}"
+        " GROUP BY p.term",
+        corpus_id,
+    )
+    stats = {r["term"]: r["df"] for r in kept}
+    assert stats == {r["term"]: r["count"] for r in counted} != {}
+    return stats
 
 
 async def hidden_rows(stack: Stack, corpus_id: str, generation: int) -> int:

@@ -264,5 +264,5 @@ async def test_plain_statement_generic_plan_reads_postings_by_term(stack: Stack)
     args = ["c", ["parse", "config"], [True, True], 1.2, 0.75, 10, 2, True]  # bound, but not planned for
     plan = json.loads(await pool.fetchval(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {sql}", *args))[0]["Plan"]
     scans = list(_postings_scans(plan))
-    assert len(scans) >= 2  # the df counts, the scoring and the matched terms
+    assert len(scans) >= 2  # the scoring and the matched terms
     assert all(index == "postings_pkey" for _, index in scans), scans

@@ -234,12 +234,24 @@ async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
                 f"corpus {run.corpus_id!r} is at generation {generation}, "
                 f"this run started from {run.base_generation}"
             )
+        # The terms whose document frequency this commit changes: those of the rows it deletes and
+        # of the rows it makes visible (all of them rows of the files it replaces or deletes).
+        touched = await conn.fetchval(
+            """SELECT coalesce(array_agg(DISTINCT p.term), '{}') FROM chunks c
+               JOIN postings p ON p.chunk_id = c.chunk_id AND p.generation = c.generation
+                   AND p.corpus_id = c.corpus_id
+               WHERE c.corpus_id = $1 AND c.file_path = ANY($2::text[]) AND c.generation <= $3::bigint + 1""",
+            run.corpus_id,
+            gone,
+            run.base_generation,
+        )
         await conn.execute(
             "DELETE FROM chunks WHERE corpus_id = $1 AND file_path = ANY($2::text[]) AND generation <= $3",
             run.corpus_id,
             gone,
             run.base_generation,
         )
+        await _count_terms(conn, run.corpus_id, touched, run.base_generation + 1)
         await conn.execute(
             "DELETE FROM files WHERE corpus_id = $1 AND file_path = ANY($2::text[])", run.corpus_id, gone
         )
@@ -265,6 +277,22 @@ async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
             run.index_format,
         )
     return run.base_generation + 1
+
+
+async def _count_terms(conn: asyncpg.Connection, corpus_id: str, terms: list[str], generation: int) -> None:
+    """Recount these terms' document frequencies over the rows of `generation` and before."""
+    await conn.execute(
+        "DELETE FROM term_stats WHERE corpus_id = $1 AND term = ANY($2::text[])", corpus_id, terms
+    )
+    await conn.execute(
+        """INSERT INTO term_stats (corpus_id, term, df)
+           SELECT $1, p.term, count(*) FROM postings p
+           WHERE p.corpus_id = $1 AND p.term = ANY($2::text[]) AND p.generation <= $3
+           GROUP BY p.term""",
+        corpus_id,
+        terms,
+        generation,
+    )
 
 
 async def tidy_postings(pool: asyncpg.Pool) -> None:

@@ -99,6 +99,20 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         DROP INDEX postings_by_chunk;
         CREATE INDEX postings_by_chunk ON postings (chunk_id, generation);
         """,
+        # Each term's document frequency in the committed generation, kept by the commit that
+        # changes it: BM25 reads it instead of counting the postings of every query term twice.
+        """
+        CREATE TABLE term_stats (
+            corpus_id text NOT NULL REFERENCES corpora ON DELETE CASCADE,
+            term text NOT NULL,
+            df int NOT NULL,
+            PRIMARY KEY (corpus_id, term)
+        );
+        INSERT INTO term_stats (corpus_id, term, df)
+            SELECT p.corpus_id, p.term, count(*) FROM postings p JOIN corpora c USING (corpus_id)
+            WHERE p.generation <= c.generation
+            GROUP BY p.corpus_id, p.term;
+        """,
     ]
 
 
