@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +73,41 @@ async def stack(config: TriBridConfig) -> AsyncIterator[Stack]:
     for server in servers.values():
         await server.stop(0)
     await resources.close()
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk_id: str
+    file_path: str
+    language: str
+    symbol: str
+    content: str
+
+
+async def store_committed_chunks(
+    stack: Stack, corpus_id: str, generation: int, chunks: Sequence[StoredChunk]
+) -> None:
+    """A committed corpus at `generation` holding these chunk rows (no postings, a dummy vector),
+    written straight into PostgreSQL for tests of what reads them."""
+    pool = await stack.resources.pool()
+    dim = stack.cfg.embedding.dim
+    await pool.execute(
+        "INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim, generation)"
+        " VALUES ($1, '/nowhere', 'none', $2, $3)",
+        corpus_id,
+        dim,
+        generation,
+    )
+    await pool.executemany(
+        "INSERT INTO chunks (corpus_id, chunk_id, generation, file_path, start_line, end_line, language,"
+        " kind, symbol, content, embedding, tsv, term_count)"
+        " VALUES ($1, $2, $3, $4, 1, 5, $5, 'function', $6, $7,"
+        " array_fill(0.1, ARRAY[$8::int])::real[]::vector, to_tsvector('simple', $7), 1)",
+        [
+            (corpus_id, c.chunk_id, generation, c.file_path, c.language, c.symbol, c.content, dim)
+            for c in chunks
+        ],
+    )
 
 
 async def index_corpus(stack: Stack, corpus_id: str, path: Path | str) -> indexer_pb2.IndexProgress:

@@ -13,7 +13,7 @@ import pytest
 
 from services.graph.search import seed_terms
 from services.graph.service import GraphServicer
-from tests.conftest import Stack
+from tests.conftest import Stack, StoredChunk, store_committed_chunks
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import graph_key
@@ -88,34 +88,17 @@ async def key(store: GraphStore) -> AsyncIterator[str]:
 async def fixture_corpus(stack: Stack) -> AsyncIterator[str]:
     """The fixture graph as an indexed corpus: a corpora row, one chunk per entity, the graph."""
     corpus_id = f"gleg-{uuid.uuid4().hex[:10]}"
-    pool = await stack.resources.pool()
-    dim = stack.cfg.embedding.dim
-    await pool.execute(
-        "INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim, generation)"
-        " VALUES ($1, '/nowhere', 'none', $2, $3)",
-        corpus_id,
-        dim,
-        GENERATION,
-    )
-    for name in FIXTURE_NAMES:
-        await pool.execute(
-            "INSERT INTO chunks (corpus_id, chunk_id, file_path, start_line, end_line, language, kind,"
-            " symbol, content, embedding, tsv, term_count)"
-            " VALUES ($1, $2, $3, 1, 5, 'python', 'function', $4, $5,"
-            " array_fill(0.1, ARRAY[$6::int])::real[]::vector, to_tsvector('simple', $5), 1)",
-            corpus_id,
-            f"chunk-{name}",
-            f"app/{name}.py",
-            f"app.{name}",
-            f"def {name}(): pass",
-            dim,
-        )
+    chunks = [
+        StoredChunk(f"chunk-{n}", f"app/{n}.py", "python", f"app.{n}", f"def {n}(): pass")
+        for n in FIXTURE_NAMES
+    ]
+    await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
     store = stack.resources.graph()
     graph = graph_key(corpus_id, GENERATION)
     await load_fixture_graph(store, graph, corpus_id)
     yield corpus_id
     await store.delete_corpus(graph)
-    await pool.execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+    await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 async def graph_search(

@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 
 from services.graph import search
-from tests.conftest import Stack
+from tests.conftest import Stack, StoredChunk, store_committed_chunks
 from tribrid.stores.postgres import ChunkRow
 from tribrid.stores.postgres import fetch_chunks as real_fetch
 from tribrid.v1 import common_pb2
@@ -25,28 +25,10 @@ STORED = [("a", "app/a.py", "python"), ("b", "docs/b.md", "markdown")] + [
 async def corpus(stack: Stack) -> AsyncIterator[str]:
     """A committed corpus holding the STORED chunks, in the real PostgreSQL."""
     corpus_id = f"gtop-{uuid.uuid4().hex[:10]}"
-    pool = await stack.resources.pool()
-    dim = stack.cfg.embedding.dim
-    await pool.execute(
-        "INSERT INTO corpora (corpus_id, root_path, embedding_model, embedding_dim, generation)"
-        " VALUES ($1, '/nowhere', 'none', $2, 1)",
-        corpus_id,
-        dim,
-    )
-    for chunk_id, path, language in STORED:
-        await pool.execute(
-            "INSERT INTO chunks (corpus_id, chunk_id, generation, file_path, start_line, end_line, language,"
-            " kind, symbol, content, embedding, tsv, term_count)"
-            " VALUES ($1, $2, 1, $3, 1, 2, $4, 'function', $2, 'pass',"
-            " array_fill(0.1, ARRAY[$5::int])::real[]::vector, to_tsvector('simple', 'pass'), 1)",
-            corpus_id,
-            chunk_id,
-            path,
-            language,
-            dim,
-        )
+    chunks = [StoredChunk(chunk_id, path, language, chunk_id, "pass") for chunk_id, path, language in STORED]
+    await store_committed_chunks(stack, corpus_id, 1, chunks)
     yield corpus_id
-    await pool.execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+    await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 def explain(chunk_id: str) -> tuple[str, common_pb2.GraphProvenance]:
