@@ -155,3 +155,21 @@ async def test_per_graph_ready_starts_the_load_without_waiting_for_it() -> None:
     release.set()
     assert await cache.get("k@g1", "life-1", load) == "snapshot"
     assert cache.ready("k@g1", "life-1", load) == "snapshot" and loads == ["snapshot"]
+
+
+async def test_per_graph_ready_reports_a_failed_load_and_retries_it(caplog: pytest.LogCaptureFixture) -> None:
+    attempts: list[int] = []
+    cache: PerGraph[str] = PerGraph(max_graphs=2)
+
+    async def load() -> str:
+        attempts.append(len(attempts))
+        if len(attempts) == 1:
+            raise RuntimeError("store down")
+        return "snapshot"
+
+    assert cache.ready("k@g1", "life-1", load) is None
+    await asyncio.sleep(0.01)  # the load fails in the background: nobody awaits it
+    assert "loading graph k@g1 failed: RuntimeError('store down')" in caplog.text
+    assert cache.ready("k@g1", "life-1", load) is None  # a failed load is started again
+    await asyncio.sleep(0.01)
+    assert cache.ready("k@g1", "life-1", load) == "snapshot" and attempts == [0, 1]

@@ -8,11 +8,14 @@ are keyed by the key and the corpus's life (`stores.postgres.graph_version`).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 class PerGraph(Generic[T]):
@@ -38,9 +41,20 @@ class PerGraph(Generic[T]):
         task = self._loaded.get((key, life))
         if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
             # One load per graph, shared by the requests that arrive while it runs.
-            task = asyncio.ensure_future(load())
+            task = asyncio.get_running_loop().create_task(_await(load()), name=f"loading graph {key}")
+            # A load nobody awaits (`ready` callers don't) still has its error looked at, once.
+            task.add_done_callback(_report_failure)
             self._loaded[(key, life)] = task
             while len(self._loaded) > self._max_graphs:
                 self._loaded.popitem(last=False)
         self._loaded.move_to_end((key, life))
         return task
+
+
+async def _await(value: Awaitable[T]) -> T:
+    return await value
+
+
+def _report_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("%s failed: %r (retried on next use)", task.get_name(), task.exception())
