@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -173,3 +174,20 @@ async def test_per_graph_ready_reports_a_failed_load_and_retries_it(caplog: pyte
     assert cache.ready("k@g1", "life-1", load) is None  # a failed load is started again
     await asyncio.sleep(0.01)
     assert cache.ready("k@g1", "life-1", load) == "snapshot" and attempts == [0, 1]
+
+
+async def test_a_kind_of_walk_is_kept_once_whatever_the_order_and_only_a_few_kinds_are_kept(
+    store: GraphStore, loaded: tuple[str, GraphSnapshot]
+) -> None:
+    key, snapshot = loaded
+    seeds = ["e001", "e040"]
+    kinds = [list(kind) for n in range(1, 6) for kind in itertools.combinations(ALL_REL_TYPES, n)]
+    pairs = [kind for kind in kinds if len(kind) == 2][:5]
+    for count, rel_types in enumerate(pairs, start=1):
+        forward = await snapshot.traverse(key, seeds, 2, rel_types)
+        assert await snapshot.traverse(key, seeds, 2, rel_types[::-1]) == forward
+        assert len(snapshot._walks) == count  # the reversed list is the same kind
+    for rel_types in kinds:  # all 31 sets of types: requests choose them
+        await snapshot.traverse(key, seeds, 2, rel_types)
+    assert len(snapshot._walks) == 8
+    assert await snapshot.traverse(key, seeds, 2, kinds[0]) == await store.traverse(key, seeds, 2, kinds[0])

@@ -169,17 +169,17 @@ class CypherGraphStore(ABC):
         paths = clean_strings(file_paths)
         deleted = 0
         for batch in batches(paths, self._batch_size):
-            deleted += await self._delete_inbatches(
+            deleted += await self._delete_in_batches(
                 corpus_id, cypher.DELETE_FILE_ENTITIES, file_paths=list(batch)
             )
         return deleted
 
     async def delete_corpus(self, corpus_id: str) -> None:
         check_corpus_id(corpus_id)
-        await self._delete_inbatches(corpus_id, cypher.DELETE_CORPUS_ENTITIES)
+        await self._delete_in_batches(corpus_id, cypher.DELETE_CORPUS_ENTITIES)
         self._schema_ready.discard(corpus_id)
 
-    async def _delete_inbatches(self, corpus_id: str, query: str, **params: Any) -> int:
+    async def _delete_in_batches(self, corpus_id: str, query: str, **params: Any) -> int:
         total = 0
         while True:
             rows = await self._write(corpus_id, query, batch=self._batch_size, **params)

@@ -25,13 +25,9 @@ def fulltext_words(lowered: Sequence[str]) -> list[str]:
     return [t for t in lowered if "." not in t]
 
 
-def seed_score(entity: Entity, terms: Sequence[str]) -> float:
-    """The best match class of an entity over the (lower-cased) terms; see GraphStore.find_seeds."""
-    return _SeedScorer(terms).score(entity)
-
-
 class _SeedScorer:
-    """seed_score for many entities and the same terms (the terms turned into a set and a tuple once)."""
+    """The best match class of an entity over the (lower-cased) terms (see GraphReader.find_seeds),
+    for many entities and the same terms: the terms are turned into a set and a tuple once."""
 
     def __init__(self, terms: Sequence[str]) -> None:
         self._exact = frozenset(terms)

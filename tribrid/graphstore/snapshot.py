@@ -13,6 +13,7 @@ written to: later writes are not seen.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
@@ -32,6 +33,10 @@ from tribrid.graphstore.base import (
     clean_strings,
 )
 from tribrid.models import Entity, Relation
+
+# Adjacency lists kept per snapshot, one per kind of walk (relationship types and direction); a
+# search uses the configured kind unless it overrides them.
+_MAX_WALKS = 8
 
 # node id -> (relation label as stored, node id at the other end), one list per edge direction
 _Edges = dict[str, list[tuple[str, str]]]
@@ -74,7 +79,7 @@ class GraphSnapshot(GraphReader):
         self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
         self._out: _Edges = {}
         self._in: _Edges = {}
-        self._walks: dict[tuple[tuple[str, ...], Direction], _Adjacency] = {}
+        self._walks: OrderedDict[tuple[tuple[str, ...], Direction], _Adjacency] = OrderedDict()
         for relation in relations:
             label = cypher.REL_LABELS.get(relation.type)
             if (
@@ -161,8 +166,10 @@ class GraphSnapshot(GraphReader):
     def _adjacency(self, rel_types: list[str], direction: Direction) -> _Adjacency:
         """Node id -> its (neighbour id, label) pairs over these types and direction, each once and
         sorted: the order `traversal.cap_fanout` picks from. Made once per kind of walk."""
-        key = (tuple(rel_types), direction)
+        key = (tuple(rel_types), direction)  # sorted and unique: check_relationship_types
         if key not in self._walks:
+            if len(self._walks) >= _MAX_WALKS:  # requests choose the kind: of 31 type sets x 3 directions
+                self._walks.popitem(last=False)  # the least recently used
             labels = {cypher.REL_LABELS[t] for t in rel_types}
             sides = {"both": [self._out, self._in], "out": [self._out], "in": [self._in]}[direction]
             pairs: dict[str, set[tuple[str, str]]] = {}
@@ -172,6 +179,7 @@ class GraphSnapshot(GraphReader):
                         (other, label) for label, other in linked if label in labels
                     )
             self._walks[key] = {node: sorted(found) for node, found in pairs.items() if found}
+        self._walks.move_to_end(key)
         return self._walks[key]
 
     @staticmethod
