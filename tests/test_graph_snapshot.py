@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
 import pytest
@@ -110,6 +110,65 @@ async def test_seeds_and_lookups_match_the_store(
     assert await snapshot.entities_by_chunks(key, chunks) == await store.entities_by_chunks(key, chunks)
     assert await snapshot.community_of(key, asked) == await store.community_of(key, asked)
     assert await snapshot.unresolved_refs(key) == await store.unresolved_refs(key)
+
+
+class CountingFulltext:
+    """The real store, with the terms each fulltext question asked it about recorded."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+        self.asked: list[list[str]] = []
+
+    async def fulltext_ids_by_term(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> dict[str, list[str]]:
+        self.asked.append(list(terms))
+        return await self.store.fulltext_ids_by_term(corpus_id, terms, entity_types, fuzzy=fuzzy)
+
+
+async def test_fulltext_by_term_is_fulltext_ids_term_by_term(
+    store: GraphStore, loaded: tuple[str, GraphSnapshot]
+) -> None:
+    key, _ = loaded
+    for terms in (["parse", "walk", "Parse"], ["rendr", "pkg.graph.nodes"], ["zzz"]):
+        by_term = await store.fulltext_ids_by_term(key, terms, ALL_ENTITY_TYPES)
+        union = sorted({eid for ids in by_term.values() for eid in ids})
+        assert union == await store.fulltext_ids(key, terms, ALL_ENTITY_TYPES)
+        # one answer per lower-cased term without a dot (a dotted name is only looked up exactly)
+        assert set(by_term) == {t.lower() for t in terms if "." not in t}
+        for term, ids in by_term.items():
+            assert ids == await store.fulltext_ids(key, [term], ALL_ENTITY_TYPES)
+    assert (await store.fulltext_ids_by_term(key, ["parse"], ALL_ENTITY_TYPES))["parse"]  # not all empty
+
+
+async def test_kept_fulltext_answers_are_the_stores(
+    store: GraphStore, loaded: tuple[str, GraphSnapshot]
+) -> None:
+    key, _ = loaded
+    counting = CountingFulltext(store)
+    snapshot = await GraphSnapshot.load(store, key, fulltext_cache_terms=3)
+    snapshot._fulltext = counting  # type: ignore[assignment]  # the same store, its questions counted
+
+    async def asks(terms: list[str], types: list[str] = ALL_ENTITY_TYPES, fuzzy: bool = True) -> list[str]:
+        """The terms these seeds had to be asked of the store about; the seeds are the store's."""
+        counting.asked.clear()
+        want = await store.find_seeds(key, terms, types, 20, fuzzy=fuzzy)
+        assert await snapshot.find_seeds(key, terms, types, 20, fuzzy=fuzzy) == want
+        return [term for asked in counting.asked for term in asked]
+
+    assert await asks(["parse", "walk"]) == ["parse", "walk"]
+    assert await asks(["walk", "parse"]) == []
+    assert await asks(["parse", "rendr"]) == ["rendr"]
+    assert await asks(["loads"]) == ["loads"]  # four terms: the least recently used ("walk") goes
+    assert len(snapshot._fulltext_cache) == 3
+    assert await asks(["walk"]) == ["walk"]
+    assert await asks(["rendr", "loads"]) == []
+    # another question for the same word: other entity types, or fuzzy matching turned off
+    assert await asks(["loads"], ["class", "function"]) == ["loads"]
+    assert await asks(["loads"], fuzzy=False) == ["loads"]
+    # words under FUZZY_MIN_LEN are never matched fuzzily: one question either way
+    assert await asks(["conf"], fuzzy=False) == ["conf"]
+    assert await asks(["conf"]) == []
 
 
 async def test_a_snapshot_answers_only_for_its_own_graph(loaded: tuple[str, GraphSnapshot]) -> None:

@@ -159,6 +159,9 @@ class GraphSearchConfig(_Section):
     snapshot_max_entities: int = Field(100_000, ge=0, le=10_000_000)
     # How many graphs (corpora, or the generations either side of a commit) stay loaded at once.
     snapshot_max_graphs: int = Field(4, ge=1, le=100)
+    # A graph in memory keeps the fulltext index's answers for this many query terms (a seed lookup
+    # is then a dictionary read instead of a database round trip); 0: ask the database every time.
+    fulltext_cache_terms: int = Field(10_000, ge=0, le=1_000_000)
 
     @model_validator(mode="after")
     def _decay_covers_hops(self) -> GraphSearchConfig:

@@ -151,7 +151,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         limit = self._cfg.graph.snapshot_max_entities
         if limit == 0 or (await self._store.counts(key))["entities"] > limit:
             return None
-        return await GraphSnapshot.load(self._store, key)
+        return await GraphSnapshot.load(
+            self._store, key, fulltext_cache_terms=self._cfg.graph.fulltext_cache_terms
+        )
 
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str = "entity") -> Entity:
         if ref.entity_id:

@@ -96,6 +96,13 @@ class GraphReader(Protocol):
         term without a dot, its first 60 hits among these entity types (by index score, then id)."""
         ...
 
+    async def fulltext_ids_by_term(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> dict[str, list[str]]:
+        """`fulltext_ids` term by term: each lower-cased term without a dot -> its candidates' ids
+        (sorted); their union is `fulltext_ids`."""
+        ...
+
     async def traverse(
         self,
         corpus_id: str,

@@ -217,26 +217,44 @@ class CypherGraphStore(ABC):
     async def fulltext_ids(
         self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
     ) -> list[str]:
+        by_term = await self.fulltext_ids_by_term(corpus_id, terms, entity_types, fuzzy=fuzzy)
+        return sorted({eid for ids in by_term.values() for eid in ids})
+
+    async def fulltext_ids_by_term(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> dict[str, list[str]]:
         check_corpus_id(corpus_id)
         types = check_entity_types(entity_types)
         words = seeds.fulltext_words(seeds.lowered_terms(terms))
         if not words or not types:
-            return []
-        rows = await self._fulltext(corpus_id, "e.id AS id", words, types, fuzzy=fuzzy)
-        return sorted(str(row["id"]) for row in rows)
+            return {}
+        texts = self._fulltext_texts(words, fuzzy=fuzzy)
+        word_of = dict(zip(texts, words, strict=True))
+        rows = await self._read(
+            corpus_id,
+            self.dialect.fulltext_query("q AS text, e.id AS id"),
+            queries=texts,
+            entity_types=types,
+            limit=seeds.FULLTEXT_CANDIDATES,
+        )
+        found: dict[str, list[str]] = {word: [] for word in words}
+        for row in rows:
+            found[word_of[str(row["text"])]].append(str(row["id"]))
+        return {word: sorted(ids) for word, ids in found.items()}
+
+    def _fulltext_texts(self, words: Sequence[str], *, fuzzy: bool) -> list[str]:
+        """Each word as a fulltext query: a prefix, or with `fuzzy` a prefix or one edit away."""
+        min_len = seeds.FUZZY_MIN_LEN
+        return [self.dialect.fulltext_text(word, fuzzy=fuzzy and len(word) >= min_len) for word in words]
 
     async def _fulltext(
         self, corpus_id: str, columns: str, words: list[str], types: list[str], *, fuzzy: bool
     ) -> list[Row]:
         """One query for every word: its first FULLTEXT_CANDIDATES fulltext hits each."""
-        texts = [
-            self.dialect.fulltext_text(word, fuzzy=fuzzy and len(word) >= seeds.FUZZY_MIN_LEN)
-            for word in words
-        ]
         return await self._read(
             corpus_id,
             self.dialect.fulltext_query(columns),
-            queries=texts,
+            queries=self._fulltext_texts(words, fuzzy=fuzzy),
             entity_types=types,
             limit=seeds.FULLTEXT_CANDIDATES,
         )
@@ -273,10 +291,10 @@ class CypherGraphStore(ABC):
         if not sources or not rel_types or limit <= 0:
             return []
         step = self._neighbour_step(corpus_id, rel_types, direction, max_fanout)
-        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit)
-        chosen = traversal.chosen_hits(routes, limit)
+        walk = await traversal.breadth_first(step, sources, max_hops, limit)
+        chosen = traversal.chosen_hits(walk, limit)
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, chosen, with_unresolved=False)}
-        return traversal.traversal_hits(chosen, routes, paths, entities)
+        return traversal.traversal_hits(chosen, walk, entities)
 
     def _neighbour_step(
         self, corpus_id: str, rel_types: list[str], direction: Direction, max_fanout: int
@@ -332,11 +350,13 @@ class CypherGraphStore(ABC):
             return GraphPath((source_id,), ())
         # Hop by hop until the target's hop: its route is then final (ties settled within the hop).
         step = self._neighbour_step(corpus_id, rel_types, "both", 0)
-        routes, _ = await traversal.breadth_first(
+        walk = await traversal.breadth_first(
             step, [source_id], max_hops, limit=2**62, stop_at=target_id, batch_size=self._batch_size
         )
-        route = routes.get(target_id)
-        return GraphPath(route.path, route.relationship_types) if route is not None else None
+        if target_id not in walk:
+            return None
+        route = walk.route(target_id)
+        return GraphPath(route.path, route.relationship_types)
 
     async def get_entities(
         self, corpus_id: str, entity_ids: Sequence[str], *, with_unresolved: bool = True

@@ -64,9 +64,14 @@ class GraphSnapshot(GraphReader):
         unresolved: Mapping[str, tuple[str, ...]],
         communities: Mapping[str, int],
         fulltext: GraphReader,
+        fulltext_cache_terms: int = 0,
     ) -> None:
         self.key = check_corpus_id(key)
         self._fulltext = fulltext
+        # (term, entity types, fuzzy) -> the fulltext index's candidate ids: this generation's index
+        # never changes, so a term's answer holds; at most `fulltext_cache_terms`, least recently used out.
+        self._fulltext_cache: OrderedDict[tuple[str, tuple[str, ...], bool], list[str]] = OrderedDict()
+        self._fulltext_cache_terms = fulltext_cache_terms
         # Entities as searches read them, without their unresolved references (kept apart).
         self._entities = {e.entity_id: replace(e, unresolved=()) for e in entities}
         self._unresolved = {eid: refs for eid, refs in unresolved.items() if eid in self._entities and refs}
@@ -92,8 +97,9 @@ class GraphSnapshot(GraphReader):
             self._in.setdefault(relation.target_id, []).append((label, relation.source_id))
 
     @classmethod
-    async def load(cls, store: GraphStore, key: str) -> GraphSnapshot:
-        """Read the graph stored under `key`; fulltext questions go on to `store`."""
+    async def load(cls, store: GraphStore, key: str, *, fulltext_cache_terms: int = 0) -> GraphSnapshot:
+        """Read the graph stored under `key`; fulltext questions go on to `store`, and the answers
+        for up to `fulltext_cache_terms` terms are kept."""
         ids = await store.entity_ids(key)
         entities, relations, unresolved, communities = await asyncio.gather(
             store.get_entities(key, ids, with_unresolved=False),
@@ -101,7 +107,15 @@ class GraphSnapshot(GraphReader):
             store.unresolved_refs(key),
             store.community_of(key, ids),
         )
-        return cls(key, entities, relations, unresolved=unresolved, communities=communities, fulltext=store)
+        return cls(
+            key,
+            entities,
+            relations,
+            unresolved=unresolved,
+            communities=communities,
+            fulltext=store,
+            fulltext_cache_terms=fulltext_cache_terms,
+        )
 
     def _check(self, corpus_id: str) -> None:
         if corpus_id != self.key:
@@ -129,7 +143,8 @@ class GraphSnapshot(GraphReader):
         exact = chain.from_iterable(
             chain(self._by_name.get(term, ()), self._by_qname.get(term, ())) for term in lowered
         )
-        matched = chain(exact, await self.fulltext_ids(corpus_id, lowered, types, fuzzy=fuzzy))
+        by_term = await self.fulltext_ids_by_term(corpus_id, lowered, types, fuzzy=fuzzy)
+        matched = chain(exact, chain.from_iterable(by_term.values()))
         wanted = set(types)
         entities = (self._entities[eid] for eid in matched if eid in self._entities)
         return seeds.rank_seeds((e for e in entities if e.type in wanted), lowered, limit)
@@ -137,8 +152,36 @@ class GraphSnapshot(GraphReader):
     async def fulltext_ids(
         self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
     ) -> list[str]:
+        by_term = await self.fulltext_ids_by_term(corpus_id, terms, entity_types, fuzzy=fuzzy)
+        return sorted({eid for ids in by_term.values() for eid in ids})
+
+    async def fulltext_ids_by_term(
+        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
+    ) -> dict[str, list[str]]:
         self._check(corpus_id)
-        return await self._fulltext.fulltext_ids(corpus_id, terms, entity_types, fuzzy=fuzzy)
+        types = tuple(check_entity_types(entity_types))
+        words = seeds.fulltext_words(seeds.lowered_terms(terms))
+        if not words or not types:
+            return {}
+
+        def key(word: str) -> tuple[str, tuple[str, ...], bool]:
+            return word, types, fuzzy and len(word) >= seeds.FUZZY_MIN_LEN  # what its query depends on
+
+        found: dict[str, list[str]] = {}
+        for word in words:
+            if (ids := self._fulltext_cache.get(key(word))) is not None:
+                self._fulltext_cache.move_to_end(key(word))
+                found[word] = ids
+        missing = [word for word in words if word not in found]
+        if missing:
+            asked = await self._fulltext.fulltext_ids_by_term(corpus_id, missing, types, fuzzy=fuzzy)
+            for word in missing:
+                found[word] = asked.get(word, [])
+                if self._fulltext_cache_terms > 0:
+                    self._fulltext_cache[key(word)] = found[word]
+            while len(self._fulltext_cache) > self._fulltext_cache_terms:
+                self._fulltext_cache.popitem(last=False)
+        return found
 
     async def traverse(
         self,
@@ -159,9 +202,8 @@ class GraphSnapshot(GraphReader):
         if not sources or not rel_types or limit <= 0:
             return []
         step = self._neighbour_step(self._adjacency(rel_types, direction), max_fanout)
-        routes, paths = await traversal.breadth_first(step, sources, max_hops, limit)
-        chosen = traversal.chosen_hits(routes, limit)
-        return traversal.traversal_hits(chosen, routes, paths, self._entities)
+        walk = await traversal.breadth_first(step, sources, max_hops, limit)
+        return traversal.traversal_hits(traversal.chosen_hits(walk, limit), walk, self._entities)
 
     def _adjacency(self, rel_types: list[str], direction: Direction) -> _Adjacency:
         """Node id -> its (neighbour id, label) pairs over these types and direction, each once and

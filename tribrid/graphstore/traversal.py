@@ -9,6 +9,7 @@ tie-breaks and where it stops live only here, so both give the same hits.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any, NamedTuple
 
 from tribrid.graphstore import cypher
@@ -26,7 +27,7 @@ EXPAND_BATCH = 16
 
 
 class Route(NamedTuple):
-    """How a traversal first reached an entity; a traversal makes one per edge it follows.
+    """How a traversal first reached an entity.
 
     Routes of a hop compare by priority, as tuples: the better seed (the earlier in the seeds'
     order), then the relation types, then the path, which ends with the entity: never a tie.
@@ -37,6 +38,37 @@ class Route(NamedTuple):
     path: tuple[str, ...]
     hops: int
     seed_id: str
+
+
+class Walk:
+    """What a breadth-first walk reached: each entity's best route, kept as a pointer to the
+    entity it came from (a Route is built only for the entities asked about), its hops, and its
+    number of shortest paths. `ranked` lists the entities in route order: the seeds, then each
+    hop's entities by route."""
+
+    def __init__(self, seeds: Sequence[str]) -> None:
+        # entity id -> (the entity before it on its best route, relation label); None for a seed
+        self.parents: dict[str, tuple[str, str] | None] = dict.fromkeys(seeds)
+        self.seeds = list(self.parents)
+        self.hops: dict[str, int] = dict.fromkeys(self.seeds, 0)
+        self.paths: dict[str, int] = dict.fromkeys(self.seeds, 1)
+        self.ranked: list[str] = list(self.seeds)
+        self._seed_rank = {seed: rank for rank, seed in enumerate(self.seeds)}
+
+    def __contains__(self, entity_id: object) -> bool:
+        return entity_id in self.parents
+
+    def route(self, entity_id: str) -> Route:
+        """The best route to a reached entity."""
+        path, labels = [entity_id], []
+        link = self.parents[entity_id]
+        while link is not None:
+            previous, label = link
+            path.append(previous)
+            labels.append(cypher.REL_TYPES_BY_LABEL[label])
+            link = self.parents[previous]
+        seed = path[-1]
+        return Route(self._seed_rank[seed], tuple(reversed(labels)), tuple(reversed(path)), len(labels), seed)
 
 
 def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -68,70 +100,71 @@ async def breadth_first(
     limit: int,
     stop_at: str | None = None,
     batch_size: int = EXPAND_BATCH,
-) -> tuple[dict[str, Route], dict[str, int]]:
+) -> Walk:
     """Multi-source BFS: exact minimum hops, and shortest-path counts through what it expanded.
 
     Each hop expands its frontier best route first (seed rank, relation types, path), in
     batches, and stops as soon as `limit` entities are reached: the rest of a dense hop would
     only be fetched and parsed to be cut (a hop-2 frontier of ~100 nodes can return 2,000+
     rows when ~20 more entities are wanted).
+
+    Routes are compared without being built. Within a hop, a route through frontier node s over
+    relation type t orders as (group of s, t, position of s, entity), where a node's position is
+    its place in its hop's route order and its group the rank of its (seed, relation types)
+    among them: the same order as comparing the routes themselves, with small ints.
     """
-    routes = {seed: Route(rank, (), (seed,), 0, seed) for rank, seed in enumerate(seeds)}
-    paths = dict.fromkeys(seeds, 1)
-    frontier = list(seeds)
+    walk = Walk(seeds)
+    parents, paths = walk.parents, walk.paths
+    type_of = cypher.REL_TYPES_BY_LABEL
+    # a seed's route is (its rank, (), (seed,)): group and position are both its rank
+    position = {seed: rank for rank, seed in enumerate(walk.seeds)}
+    group = dict(position)
+    frontier = list(walk.seeds)
+    reached = 0  # entities beyond the seeds
     for hop in range(1, max_hops + 1):
-        found: dict[str, Route] = {}
-        seen_edges: set[Edge] = set()
+        # target -> (group, relation type, position of the source, target, source, label)
+        found: dict[str, tuple[int, str, int, str, str, str]] = {}
         for batch in batches(frontier, batch_size):
-            if len(routes) + len(found) - len(seeds) >= limit:
+            if reached + len(found) >= limit:
                 break
-            for edge in await step(list(batch), routes):
-                source, label, target = edge
-                if target in routes or edge in seen_edges:
+            for source, label, target in await step(list(batch), parents):
+                if target in parents:
                     continue
-                seen_edges.add(edge)
-                via = routes[source]
-                route = Route(
-                    via.seed_rank,
-                    (*via.relationship_types, cypher.REL_TYPES_BY_LABEL[label]),
-                    (*via.path, target),
-                    hop,
-                    via.seed_id,
-                )
                 paths[target] = paths.get(target, 0) + paths[source]
                 best = found.get(target)
-                if best is None or route < best:
-                    found[target] = route
-        routes.update(found)
-        frontier = [route.path[-1] for route in sorted(found.values())]
+                if best is None or (group[source], type_of[label], position[source]) < best[:3]:
+                    found[target] = (group[source], type_of[label], position[source], target, source, label)
+        ordered = sorted(found.values())
+        position, group = {}, {}
+        last, group_rank = None, -1
+        for rank, (source_group, rel_type, _, target, source, label) in enumerate(ordered):
+            parents[target] = (source, label)
+            walk.hops[target] = hop
+            position[target] = rank
+            if (source_group, rel_type) != last:
+                last, group_rank = (source_group, rel_type), group_rank + 1
+            group[target] = group_rank
+        frontier = [item[3] for item in ordered]
+        walk.ranked.extend(frontier)
+        reached += len(frontier)
         # Later hops rank after this one, so once `limit` hits exist the rest can't make the cut.
-        if not frontier or len(routes) - len(seeds) >= limit or stop_at in found:
+        if not frontier or reached >= limit or stop_at in found:
             break
-    return routes, paths
+    return walk
 
 
-def chosen_hits(routes: Mapping[str, Route], limit: int) -> list[str]:
+def chosen_hits(walk: Walk, limit: int) -> list[str]:
     """The ids of the `limit` best routes beyond the seeds, listed by hops, then id."""
-    ranked = sorted((route.hops, route) for route in routes.values() if route.hops > 0)
-    return [entity_id for _, entity_id in sorted((hops, route.path[-1]) for hops, route in ranked[:limit])]
+    best = islice(walk.ranked, len(walk.seeds), len(walk.seeds) + limit)
+    return sorted(best, key=lambda eid: (walk.hops[eid], eid))
 
 
-def traversal_hits(
-    chosen: Sequence[str],
-    routes: Mapping[str, Route],
-    paths: Mapping[str, int],
-    entities: Mapping[str, Entity],
-) -> list[TraversalHit]:
+def traversal_hits(chosen: Sequence[str], walk: Walk, entities: Mapping[str, Entity]) -> list[TraversalHit]:
     """The chosen ids as hits (those whose entity is known), in the order given."""
-    return [
-        TraversalHit(
-            entities[eid],
-            routes[eid].hops,
-            routes[eid].seed_id,
-            routes[eid].relationship_types,
-            routes[eid].path,
-            paths[eid],
-        )
-        for eid in chosen
-        if eid in entities
-    ]
+    hits = []
+    for eid in chosen:
+        if eid in entities:
+            route = walk.route(eid)
+            types, path = route.relationship_types, route.path
+            hits.append(TraversalHit(entities[eid], route.hops, route.seed_id, types, path, walk.paths[eid]))
+    return hits
