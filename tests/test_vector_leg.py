@@ -24,6 +24,7 @@ from tests.conftest import SAMPLE_CORPUS, Stack
 from tribrid.embedding import EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache, Vectors
 from tribrid.models import Chunk, stable_id
 from tribrid.search_common import RequestError, SearchParams, glob_to_regex
+from tribrid.stores.postgres import create_pool
 from tribrid.v1 import common_pb2, indexer_pb2, vector_pb2_grpc
 
 SYNTH = "synth-vec"
@@ -109,7 +110,7 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
 ) -> None:
     chunks, vectors = synth
     settings = session_settings(stack.cfg.vector)
-    pool = await stack.resources.pool(settings)  # the vector service's pool
+    pool = await stack.resources.pool(settings, reset_sessions=False)  # the vector service's pool
     async with pool.acquire() as conn:  # the connection starts with the scan settings
         assert await conn.fetchval("SHOW hnsw.iterative_scan") == "strict_order"
         assert await conn.fetchval("SHOW enable_sort") == "off"
@@ -144,13 +145,34 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
         )
 
 
+async def test_a_search_leaves_the_pools_settings_as_they_were(
+    stack: Stack, synth: tuple[list[Chunk], Vectors]
+) -> None:
+    """The vector leg's pool hands connections back unreset: a search that sets its own scan
+    settings must not leave them to the next search on that connection."""
+    _chunks, vectors = synth
+    settings = session_settings(stack.cfg.vector)
+    one = stack.cfg.postgres.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
+    pool = await create_pool(one, stack.cfg.embedding.dim, stack.cfg.vector, settings, reset_sessions=False)
+    try:
+        for glob in ("rare/**", "**"):  # an exact scan; the HNSW scan of a broad filter
+            result = await vector_search(
+                pool, stack.cfg.vector, params(glob=glob), vectors[3], 37, -1.0, pool_settings=settings
+            )
+            assert result.statements == 2 and result.chunks
+            assert await pool.fetchval("SHOW hnsw.ef_search") == settings["hnsw.ef_search"] != "37"
+            assert await pool.fetchval("SHOW hnsw.max_scan_tuples") == settings["hnsw.max_scan_tuples"]
+    finally:
+        await pool.close()
+
+
 async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[Chunk], Vectors]) -> None:
     chunks, vectors = synth
     pool = await stack.resources.pool()
     query = vectors[123]
     sql, args = build_hnsw_query("cosine", params())
     probe, probe_args = build_probe(params())
-    async with pool.acquire() as conn:  # the settings vector_search makes, then its HNSW query
+    async with pool.acquire() as conn, conn.transaction():  # vector_search's settings, its HNSW query
         await conn.fetch(probe, "100", "20000", SYNTH, 2001, *probe_args)
         plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, SYNTH, query, 10, *args))
     assert "Index Scan using chunks_embedding" in plan, plan

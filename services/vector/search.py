@@ -6,11 +6,11 @@ sorts where an index can order.
 The common request (no filter, the configured ef_search, a corpus above `exact_scan_max_rows`)
 is one round trip on the vector leg's own pool, whose connections start with those settings
 (`session_settings`): the HNSW query, with the corpus's model and size checked in the same
-statement. Every other request, or one that query cannot answer, takes two:
-- round trip 1 sets the settings for this connection (asyncpg's pool runs RESET ALL when the
-  connection goes back) and counts, up to `exact_scan_max_rows` + 1, the chunks that corpus and
-  filters allow;
-- round trip 2 is either the HNSW query (many rows allowed: the iterative scan keeps going until
+statement. Every other request, or one that query cannot answer, takes two statements, in a
+read-only transaction (the pool's connections go back unreset: see `create_pool`):
+- statement 1 sets the settings for this transaction and counts, up to `exact_scan_max_rows` + 1,
+  the chunks that corpus and filters allow;
+- statement 2 is either the HNSW query (many rows allowed: the iterative scan keeps going until
   top_k rows pass the filters) or, for a selective filter, an exact scan over the allowed rows
   (a MATERIALIZED CTE, which the planner cannot serve from the index). Should HNSW still return
   fewer than top_k rows while more are allowed, the exact scan runs as well.
@@ -86,12 +86,12 @@ def build_probe(params: SearchParams) -> tuple[str, list[object]]:
     else:  # every committed chunk: the corpus row keeps that count
         allowed = "(SELECT least(chunk_count, $4) FROM corpora WHERE corpus_id = $3)"
     sql = f"""
-        SELECT set_config('hnsw.ef_search', $1, false) AS ef,
-               set_config('hnsw.iterative_scan', 'strict_order', false) AS iterative,
-               set_config('hnsw.max_scan_tuples', $2, false) AS max_tuples,
+        SELECT set_config('hnsw.ef_search', $1, true) AS ef,
+               set_config('hnsw.iterative_scan', 'strict_order', true) AS iterative,
+               set_config('hnsw.max_scan_tuples', $2, true) AS max_tuples,
                -- only the HNSW index yields rows in distance order: with planner statistics
                -- stale after an index run, a bitmap scan + sort could otherwise look cheaper
-               set_config('enable_sort', 'off', false) AS no_sort,
+               set_config('enable_sort', 'off', true) AS no_sort,
                (SELECT embedding_model FROM corpora WHERE corpus_id = $3) AS model,
                {allowed} AS allowed"""
     return sql, flt.args
@@ -235,7 +235,8 @@ async def _search_in_two(
     metric = cfg.metric
     probe_sql, probe_args = build_probe(params)
     args: list[object] = [params.corpus_id, query_vector, params.top_k]
-    async with pool.acquire() as conn:
+    # The probe's settings are transaction-local: the pool's connections go back unreset.
+    async with pool.acquire() as conn, conn.transaction(readonly=True):
         probe = await conn.fetchrow(
             probe_sql,
             str(ef),

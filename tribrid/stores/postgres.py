@@ -146,10 +146,20 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 async def create_pool(
-    cfg: PostgresConfig, dim: int, vector: VectorConfig, server_settings: dict[str, str] | None = None
+    cfg: PostgresConfig,
+    dim: int,
+    vector: VectorConfig,
+    server_settings: dict[str, str] | None = None,
+    *,
+    reset_sessions: bool = True,
 ) -> asyncpg.Pool:
     """Migrate the schema, then open a pool whose connections know the `vector` type and start
-    with `server_settings` (RESET ALL, run as a connection goes back, returns to these)."""
+    with `server_settings` (RESET ALL, run as a connection goes back, returns to these).
+
+    `reset_sessions=False` is for pools whose users leave no session state behind (no SET, session
+    advisory locks or LISTEN: transaction-local settings only): a connection then goes back as it
+    is, without asyncpg's reset statements, a round trip per query on the search legs' hot path.
+    An open transaction is still rolled back."""
     conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
     try:
         await migrate(conn, dim, vector)
@@ -162,9 +172,14 @@ async def create_pool(
         command_timeout=cfg.command_timeout_s,
         init=_init_connection,
         server_settings=server_settings,
+        reset=None if reset_sessions else _keep_session,
     )
     assert pool is not None
     return pool
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """A pool's reset that leaves the session as it is (see create_pool's `reset_sessions`)."""
 
 
 @dataclass(frozen=True, slots=True)
