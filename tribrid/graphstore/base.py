@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
 from tribrid.models import Entity, EntityHit, Relation
@@ -33,8 +33,7 @@ DIRECTIONS: tuple[Direction, ...] = ("both", "out", "in")
 NO_COMMUNITY = -1
 
 
-@dataclass(frozen=True, slots=True)
-class TraversalHit:
+class TraversalHit(NamedTuple):  # a tuple: a search makes a hundred of them (a dataclass cost 5x)
     """An entity reached by `traverse`: its best shortest route and how many shortest routes exist."""
 
     entity: Entity
