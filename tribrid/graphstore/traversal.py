@@ -127,9 +127,7 @@ async def breadth_first(
         for batch in batches(frontier, batch_size):
             if reached + len(found) >= limit:
                 break
-            for source, label, target in await step(list(batch), parents):
-                if target in parents:
-                    continue
+            for source, label, target in await step(list(batch), parents):  # targets not reached before
                 paths[target] = paths.get(target, 0) + paths[source]
                 best = found.get(target)
                 if best is None or (group[source], type_of[label], position[source]) < best[:3]:
