@@ -35,6 +35,7 @@ COMPONENTS: tuple[Component, ...] = get_args(Component)
 AUTOSCALED: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph")
 MODEL_HOLDERS: tuple[Component, ...] = ("vector", "indexer")  # load the embedding model
 POSTGRES_CLIENTS: tuple[Component, ...] = ("vector", "sparse", "graph", "indexer")
+SEARCH_LEGS: tuple[Component, ...] = ("vector", "sparse", "graph")  # pools of search_pool_max_size
 NEO4J_CLIENTS: tuple[Component, ...] = ("graph", "indexer")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 PART_OF = "tribrid"
@@ -510,7 +511,9 @@ def test_postgres_max_connections_cover_every_pool(clean_env: pytest.MonkeyPatch
     needed = 0
     for deployment in _of_kind("Deployment"):
         if "TRIBRID_POSTGRES__DSN" in _env(_containers(deployment)[0]):
-            pool = _pod_config(deployment, clean_env, tmp_path).postgres.pool_max_size
+            postgres = _pod_config(deployment, clean_env, tmp_path).postgres
+            search_leg = deployment["metadata"]["name"] in {f"tribrid-{leg}" for leg in SEARCH_LEGS}
+            pool = postgres.search_pool_max_size if search_leg else postgres.pool_max_size
             needed += _max_pods(deployment) * pool
     assert 0 < needed <= available, f"pools can open {needed} connections; PostgreSQL allows {available}"
 

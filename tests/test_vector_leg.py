@@ -110,7 +110,8 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
 ) -> None:
     chunks, vectors = synth
     settings = session_settings(stack.cfg.vector)
-    pool = await stack.resources.pool(settings, reset_sessions=False)  # the vector service's pool
+    pool = await stack.resources.pool(settings, search=True)  # the vector service's pool
+    assert pool.get_max_size() == stack.cfg.postgres.search_pool_max_size
     async with pool.acquire() as conn:  # the connection starts with the scan settings
         assert await conn.fetchval("SHOW hnsw.iterative_scan") == "strict_order"
         assert await conn.fetchval("SHOW enable_sort") == "off"

@@ -39,21 +39,23 @@ class Resources:
         self._pools: dict[tuple[tuple[tuple[str, str], ...], bool], asyncpg.Pool] = {}
         self._graph: GraphStore | None = None
 
-    async def pool(
-        self, settings: Mapping[str, str] | None = None, *, reset_sessions: bool = True
-    ) -> asyncpg.Pool:
+    async def pool(self, settings: Mapping[str, str] | None = None, *, search: bool = False) -> asyncpg.Pool:
         """The pool whose connections start with these settings (one per distinct settings): a
-        leg whose planner settings would mislead other queries gets a pool of its own. The search
-        legs' pools skip the reset of each connection going back (`create_pool`): they change no
-        session state, unlike the indexer (session advisory locks)."""
-        key = (tuple(sorted((settings or {}).items())), reset_sessions)
+        leg whose planner settings would mislead other queries gets a pool of its own.
+
+        `search`: a search leg's pool: `postgres.search_pool_max_size` connections, handed back
+        without a reset (`create_pool`): the legs change no session state, unlike the indexer
+        (session advisory locks)."""
+        key = (tuple(sorted((settings or {}).items())), search)
         if key not in self._pools:
+            postgres = self.cfg.postgres
             self._pools[key] = await create_pool(
-                self.cfg.postgres,
+                postgres,
                 self.cfg.embedding.dim,
                 self.cfg.vector,
                 dict(key[0]) or None,
-                reset_sessions=reset_sessions,
+                reset_sessions=not search,
+                max_size=postgres.search_pool_max_size if search else None,
             )
         return self._pools[key]
 
@@ -82,17 +84,17 @@ async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
         from services.vector.service import service_spec as vector_spec
 
         settings = session_settings(res.cfg.vector)
-        pool = await res.pool(settings, reset_sessions=False)
+        pool = await res.pool(settings, search=True)
         return vector_spec(res.cfg, pool, await asyncio.to_thread(res.embedder), settings)
     if name == "sparse":
         from services.sparse.bm25 import SESSION_SETTINGS
         from services.sparse.service import service_spec as sparse_spec
 
-        return sparse_spec(res.cfg, await res.pool(SESSION_SETTINGS, reset_sessions=False))
+        return sparse_spec(res.cfg, await res.pool(SESSION_SETTINGS, search=True))
     if name == "graph":
         from services.graph.service import service_spec as graph_spec
 
-        return graph_spec(res.cfg, await res.pool(reset_sessions=False), res.graph())
+        return graph_spec(res.cfg, await res.pool(search=True), res.graph())
     if name == "indexer":
         from services.indexer.service import service_spec as indexer_spec
 

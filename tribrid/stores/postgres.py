@@ -152,6 +152,7 @@ async def create_pool(
     server_settings: dict[str, str] | None = None,
     *,
     reset_sessions: bool = True,
+    max_size: int | None = None,
 ) -> asyncpg.Pool:
     """Migrate the schema, then open a pool whose connections know the `vector` type and start
     with `server_settings` (RESET ALL, run as a connection goes back, returns to these).
@@ -159,7 +160,7 @@ async def create_pool(
     `reset_sessions=False` is for pools whose users leave no session state behind (no SET, session
     advisory locks or LISTEN: transaction-local settings only): a connection then goes back as it
     is, without asyncpg's reset statements, a round trip per query on the search legs' hot path.
-    An open transaction is still rolled back."""
+    An open transaction is still rolled back. `max_size` replaces `cfg.pool_max_size`."""
     conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
     try:
         await migrate(conn, dim, vector)
@@ -167,8 +168,8 @@ async def create_pool(
         await conn.close()
     pool = await asyncpg.create_pool(
         cfg.effective_dsn(),
-        min_size=cfg.pool_min_size,
-        max_size=cfg.pool_max_size,
+        min_size=min(cfg.pool_min_size, max_size or cfg.pool_max_size),
+        max_size=max_size or cfg.pool_max_size,
         command_timeout=cfg.command_timeout_s,
         init=_init_connection,
         server_settings=server_settings,
