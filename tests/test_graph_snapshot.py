@@ -169,6 +169,13 @@ async def test_kept_fulltext_answers_are_the_stores(
     # words under FUZZY_MIN_LEN are never matched fuzzily: one question either way
     assert await asks(["conf"], fuzzy=False) == ["conf"]
     assert await asks(["conf"]) == []
+    # an answer handed out is the caller's: changing it leaves the kept one alone
+    handed = await snapshot.fulltext_ids_by_term(key, ["loads"], ALL_ENTITY_TYPES)
+    assert handed["loads"]
+    handed["loads"].clear()
+    assert await snapshot.fulltext_ids_by_term(key, ["loads"], ALL_ENTITY_TYPES) == {
+        "loads": await store.fulltext_ids(key, ["loads"], ALL_ENTITY_TYPES)
+    }
 
 
 async def test_a_snapshot_answers_only_for_its_own_graph(loaded: tuple[str, GraphSnapshot]) -> None:

@@ -70,7 +70,7 @@ class GraphSnapshot(GraphReader):
         self._fulltext = fulltext
         # (term, entity types, fuzzy) -> the fulltext index's candidate ids: this generation's index
         # never changes, so a term's answer holds; at most `fulltext_cache_terms`, least recently used out.
-        self._fulltext_cache: OrderedDict[tuple[str, tuple[str, ...], bool], list[str]] = OrderedDict()
+        self._fulltext_cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[str, ...]] = OrderedDict()
         self._fulltext_cache_terms = fulltext_cache_terms
         # Entities as searches read them, without their unresolved references (kept apart).
         self._entities = {e.entity_id: replace(e, unresolved=()) for e in entities}
@@ -171,14 +171,14 @@ class GraphSnapshot(GraphReader):
         for word in words:
             if (ids := self._fulltext_cache.get(key(word))) is not None:
                 self._fulltext_cache.move_to_end(key(word))
-                found[word] = ids
+                found[word] = list(ids)  # the caller's own list
         missing = [word for word in words if word not in found]
         if missing:
             asked = await self._fulltext.fulltext_ids_by_term(corpus_id, missing, types, fuzzy=fuzzy)
             for word in missing:
                 found[word] = asked.get(word, [])
                 if self._fulltext_cache_terms > 0:
-                    self._fulltext_cache[key(word)] = found[word]
+                    self._fulltext_cache[key(word)] = tuple(found[word])
             while len(self._fulltext_cache) > self._fulltext_cache_terms:
                 self._fulltext_cache.popitem(last=False)
         return found
