@@ -46,7 +46,7 @@ class PostgresConfig(_Section):
     pool_max_size: int = Field(10, ge=1, le=200)
     # Connections of each search leg's pool (vector, sparse, graph): statements that need CPU, so
     # more at once than PostgreSQL has cores only queue in its scheduler. Measured at concurrency 8
-    # here (2 cores shared by everything): 10 connections gave sparse p99 55-73 ms, 3 gave 31-38,
+    # here (2 cores shared by everything): 10 connections gave sparse p99 55-74 ms, 3 gave 31-38,
     # 2 gave 29, at the same throughput. Default: this machine's CPU count (the embedded server's).
     search_pool_max_size: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1, le=200)
     command_timeout_s: float = Field(30.0, gt=0)
