@@ -208,10 +208,14 @@ async def test_seeds_rank_exact_then_prefix_then_substring(store: GraphStore, co
         ("e3", 0.7),  # case-insensitive prefix
         ("e5", 0.4),  # a word of the qualified name only ("app.parse_utils.run")
     ]
-    # the fulltext candidates alone, every term in one query; dotted terms are exact lookups only
-    got = await store.fulltext_ids(corpus, ["PARSE", "config", "app.parse_utils.run"], ALL_ENTITY_TYPES)
-    assert got == ["e1", "e2", "e3", "e5", "e6"]
-    assert await store.fulltext_ids(corpus, ["parse", "config"], ["class", "variable"]) == ["e3", "e6"]
+    # the fulltext candidates alone, by term, every term in one query; dotted terms are exact
+    # lookups only
+    got = await store.fulltext_ids_by_term(
+        corpus, ["PARSE", "config", "app.parse_utils.run"], ALL_ENTITY_TYPES
+    )
+    assert got == {"parse": ["e1", "e2", "e3", "e5"], "config": ["e6"]}
+    got = await store.fulltext_ids_by_term(corpus, ["parse", "config"], ["class", "variable"])
+    assert got == {"parse": ["e3"], "config": ["e6"]}
 
 
 async def test_seeds_entity_type_filter_and_limit(store: GraphStore, corpus: str) -> None:

@@ -88,18 +88,12 @@ class GraphReader(Protocol):
         """
         ...
 
-    async def fulltext_ids(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
-    ) -> list[str]:
-        """Ids (sorted) of the fulltext-index candidates `find_seeds` reads for these terms: for each
-        term without a dot, its first 60 hits among these entity types (by index score, then id)."""
-        ...
-
     async def fulltext_ids_by_term(
         self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
     ) -> dict[str, list[str]]:
-        """`fulltext_ids` term by term: each lower-cased term without a dot -> its candidates' ids
-        (sorted); their union is `fulltext_ids`."""
+        """The fulltext-index candidates `find_seeds` reads, term by term: each lower-cased term
+        without a dot -> the ids (sorted) of its first 60 hits among these entity types (by index
+        score, then id). Asked about several terms, one query."""
         ...
 
     async def traverse(

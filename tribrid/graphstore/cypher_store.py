@@ -214,12 +214,6 @@ class CypherGraphStore(ABC):
         rows = [row for result in await asyncio.gather(*queries) for row in result]
         return seeds.rank_seeds(map(_entity_from_row, rows), lowered, limit)
 
-    async def fulltext_ids(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
-    ) -> list[str]:
-        by_term = await self.fulltext_ids_by_term(corpus_id, terms, entity_types, fuzzy=fuzzy)
-        return sorted({eid for ids in by_term.values() for eid in ids})
-
     async def fulltext_ids_by_term(
         self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
     ) -> dict[str, list[str]]:
@@ -228,15 +222,8 @@ class CypherGraphStore(ABC):
         words = seeds.fulltext_words(seeds.lowered_terms(terms))
         if not words or not types:
             return {}
-        texts = self._fulltext_texts(words, fuzzy=fuzzy)
-        word_of = dict(zip(texts, words, strict=True))
-        rows = await self._read(
-            corpus_id,
-            self.dialect.fulltext_query("q AS text, e.id AS id"),
-            queries=texts,
-            entity_types=types,
-            limit=seeds.FULLTEXT_CANDIDATES,
-        )
+        word_of = dict(zip(self._fulltext_texts(words, fuzzy=fuzzy), words, strict=True))
+        rows = await self._fulltext(corpus_id, "q AS text, e.id AS id", words, types, fuzzy=fuzzy)
         found: dict[str, list[str]] = {word: [] for word in words}
         for row in rows:
             found[word_of[str(row["text"])]].append(str(row["id"]))
@@ -284,12 +271,10 @@ class CypherGraphStore(ABC):
         limit: int = 1000,
     ) -> list[TraversalHit]:
         check_corpus_id(corpus_id)
-        check_max_hops(max_hops)
-        check_direction(direction)
-        rel_types = check_relationship_types(relationship_types)
-        sources = clean_strings(seed_ids)
-        if not sources or not rel_types or limit <= 0:
+        walk_of = traversal.checked_walk(seed_ids, max_hops, relationship_types, direction, limit)
+        if walk_of is None:
             return []
+        sources, rel_types = walk_of
         step = self._neighbour_step(corpus_id, rel_types, direction, max_fanout)
         walk = await traversal.breadth_first(step, sources, max_hops, limit)
         chosen = traversal.chosen_hits(walk, limit)

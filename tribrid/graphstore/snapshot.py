@@ -26,10 +26,7 @@ from tribrid.graphstore.base import (
     GraphStore,
     TraversalHit,
     check_corpus_id,
-    check_direction,
     check_entity_types,
-    check_max_hops,
-    check_relationship_types,
     clean_strings,
 )
 from tribrid.models import Entity, Relation
@@ -149,12 +146,6 @@ class GraphSnapshot(GraphReader):
         entities = (self._entities[eid] for eid in matched if eid in self._entities)
         return seeds.rank_seeds((e for e in entities if e.type in wanted), lowered, limit)
 
-    async def fulltext_ids(
-        self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
-    ) -> list[str]:
-        by_term = await self.fulltext_ids_by_term(corpus_id, terms, entity_types, fuzzy=fuzzy)
-        return sorted({eid for ids in by_term.values() for eid in ids})
-
     async def fulltext_ids_by_term(
         self, corpus_id: str, terms: Sequence[str], entity_types: Sequence[str], *, fuzzy: bool = True
     ) -> dict[str, list[str]]:
@@ -195,12 +186,10 @@ class GraphSnapshot(GraphReader):
         limit: int = 1000,
     ) -> list[TraversalHit]:
         self._check(corpus_id)
-        check_max_hops(max_hops)
-        check_direction(direction)
-        rel_types = check_relationship_types(relationship_types)
-        sources = clean_strings(seed_ids)
-        if not sources or not rel_types or limit <= 0:
+        walk_of = traversal.checked_walk(seed_ids, max_hops, relationship_types, direction, limit)
+        if walk_of is None:
             return []
+        sources, rel_types = walk_of
         step = self._neighbour_step(self._adjacency(rel_types, direction), max_fanout)
         walk = await traversal.breadth_first(step, sources, max_hops, limit)
         return traversal.traversal_hits(traversal.chosen_hits(walk, limit), walk, self._entities)

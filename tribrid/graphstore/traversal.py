@@ -13,7 +13,13 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from tribrid.graphstore import cypher
-from tribrid.graphstore.base import TraversalHit
+from tribrid.graphstore.base import (
+    TraversalHit,
+    check_direction,
+    check_max_hops,
+    check_relationship_types,
+    clean_strings,
+)
 from tribrid.models import Entity
 
 # (source id, relation label as stored, e.g. "CALLS", neighbour id)
@@ -69,6 +75,20 @@ class Walk:
             link = self.parents[previous]
         seed = path[-1]
         return Route(self._seed_rank[seed], tuple(reversed(labels)), tuple(reversed(path)), len(labels), seed)
+
+
+def checked_walk(
+    seed_ids: Sequence[str], max_hops: int, relationship_types: Sequence[str], direction: str, limit: int
+) -> tuple[list[str], list[str]] | None:
+    """A `traverse` request's seeds (cleaned) and relation types (checked, sorted), or None when
+    it can reach nothing; ValueError for a hop count, direction or relation type out of range."""
+    check_max_hops(max_hops)
+    check_direction(direction)
+    rel_types = check_relationship_types(relationship_types)
+    sources = clean_strings(seed_ids)
+    if not sources or not rel_types or limit <= 0:
+        return None
+    return sources, rel_types
 
 
 def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
