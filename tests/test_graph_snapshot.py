@@ -158,7 +158,7 @@ async def test_kept_fulltext_answers_are_the_stores(
     assert await asks(["walk", "parse"]) == []
     assert await asks(["parse", "rendr"]) == ["rendr"]
     assert await asks(["loads"]) == ["loads"]  # four terms: the least recently used ("walk") goes
-    assert len(snapshot._fulltext_cache) == 3
+    assert snapshot._fulltext_cache is not None and len(snapshot._fulltext_cache) == 3
     assert await asks(["walk"]) == ["walk"]
     assert await asks(["rendr", "loads"]) == []
     # another question for the same word: other entity types, or fuzzy matching turned off

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -13,6 +12,7 @@ from typing import Any, Protocol
 import httpx
 import numpy as np
 import numpy.typing as npt
+from cachetools import LRUCache
 
 from tribrid.config import EmbeddingConfig
 
@@ -202,9 +202,8 @@ class QueryEmbeddingCache:
 
     def __init__(self, embedder: Embedder, size: int, batcher: QueryBatcher | None = None) -> None:
         self._embedder = embedder
-        self._size = size
         self._batcher = batcher
-        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._cache: LRUCache[str, Vectors] | None = LRUCache(maxsize=size) if size > 0 else None
         self._inflight: dict[str, asyncio.Future[Vectors]] = {}
         self.hits = 0
         self.misses = 0
@@ -216,9 +215,8 @@ class QueryEmbeddingCache:
         return vector
 
     async def embed_query(self, query: str) -> Vectors:
-        hit = self._cache.get(query)
+        hit = self._cache.get(query) if self._cache is not None else None
         if hit is not None:
-            self._cache.move_to_end(query)
             self.hits += 1
             return hit
         pending = self._inflight.get(query)
@@ -240,10 +238,8 @@ class QueryEmbeddingCache:
         finally:
             self._inflight.pop(query, None)
         future.set_result(vector)
-        if self._size:
+        if self._cache is not None:
             self._cache[query] = vector
-            if len(self._cache) > self._size:
-                self._cache.popitem(last=False)
         return vector
 
 

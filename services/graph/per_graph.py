@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
+
+from cachetools import LRUCache
 
 T = TypeVar("T")
 
@@ -22,8 +23,7 @@ class PerGraph(Generic[T]):
     """(graph key, corpus life) -> one loaded value, for the `max_graphs` most recently used."""
 
     def __init__(self, max_graphs: int) -> None:
-        self._max_graphs = max_graphs
-        self._loaded: OrderedDict[tuple[str, str], asyncio.Task[T]] = OrderedDict()
+        self._loaded: LRUCache[tuple[str, str], asyncio.Task[T]] = LRUCache(maxsize=max_graphs)
 
     async def get(self, key: str, life: str, load: Callable[[], Awaitable[T]]) -> T:
         """The value for this graph, loaded by `load` the first time (or again after a failed load)."""
@@ -44,10 +44,7 @@ class PerGraph(Generic[T]):
             task = asyncio.get_running_loop().create_task(_await(load()), name=f"loading graph {key}")
             # A load nobody awaits (`ready` callers don't) still has its error looked at, once.
             task.add_done_callback(_report_failure)
-            self._loaded[(key, life)] = task
-            while len(self._loaded) > self._max_graphs:
-                self._loaded.popitem(last=False)
-        self._loaded.move_to_end((key, life))
+            self._loaded[(key, life)] = task  # the least recently used graph goes
         return task
 
 

@@ -13,10 +13,11 @@ written to: later writes are not seen.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
+
+from cachetools import LRUCache
 
 from tribrid.graphstore import cypher, seeds, traversal
 from tribrid.graphstore.base import (
@@ -67,8 +68,9 @@ class GraphSnapshot(GraphReader):
         self._fulltext = fulltext
         # (term, entity types, fuzzy) -> the fulltext index's candidate ids: this generation's index
         # never changes, so a term's answer holds; at most `fulltext_cache_terms`, least recently used out.
-        self._fulltext_cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[str, ...]] = OrderedDict()
-        self._fulltext_cache_terms = fulltext_cache_terms
+        self._fulltext_cache: LRUCache[tuple[str, tuple[str, ...], bool], tuple[str, ...]] | None = (
+            LRUCache(maxsize=fulltext_cache_terms) if fulltext_cache_terms > 0 else None
+        )
         # Entities as searches read them, without their unresolved references (kept apart).
         self._entities = {e.entity_id: replace(e, unresolved=()) for e in entities}
         self._unresolved = {eid: refs for eid, refs in unresolved.items() if eid in self._entities and refs}
@@ -81,7 +83,8 @@ class GraphSnapshot(GraphReader):
         self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
         self._out: _Edges = {}
         self._in: _Edges = {}
-        self._walks: OrderedDict[tuple[tuple[str, ...], Direction], _Adjacency] = OrderedDict()
+        # requests choose the kind of walk (31 type sets x 3 directions): the most recently used kept
+        self._walks: LRUCache[tuple[tuple[str, ...], Direction], _Adjacency] = LRUCache(maxsize=_MAX_WALKS)
         for relation in relations:
             label = cypher.REL_LABELS.get(relation.type)
             if (
@@ -158,20 +161,18 @@ class GraphSnapshot(GraphReader):
         def key(word: str) -> tuple[str, tuple[str, ...], bool]:
             return word, types, fuzzy and len(word) >= seeds.FUZZY_MIN_LEN  # what its query depends on
 
+        cache = self._fulltext_cache
         found: dict[str, list[str]] = {}
         for word in words:
-            if (ids := self._fulltext_cache.get(key(word))) is not None:
-                self._fulltext_cache.move_to_end(key(word))
+            if cache is not None and (ids := cache.get(key(word))) is not None:
                 found[word] = list(ids)  # the caller's own list
         missing = [word for word in words if word not in found]
         if missing:
             asked = await self._fulltext.fulltext_ids_by_term(corpus_id, missing, types, fuzzy=fuzzy)
             for word in missing:
                 found[word] = asked.get(word, [])
-                if self._fulltext_cache_terms > 0:
-                    self._fulltext_cache[key(word)] = tuple(found[word])
-            while len(self._fulltext_cache) > self._fulltext_cache_terms:
-                self._fulltext_cache.popitem(last=False)
+                if cache is not None:
+                    cache[key(word)] = tuple(found[word])
         return found
 
     async def traverse(
@@ -198,9 +199,8 @@ class GraphSnapshot(GraphReader):
         """Node id -> its (neighbour id, label) pairs over these types and direction, each once and
         sorted: the order `traversal.cap_fanout` picks from. Made once per kind of walk."""
         key = (tuple(rel_types), direction)  # sorted and unique: check_relationship_types
-        if key not in self._walks:
-            if len(self._walks) >= _MAX_WALKS:  # requests choose the kind: of 31 type sets x 3 directions
-                self._walks.popitem(last=False)  # the least recently used
+        adjacency = self._walks.get(key)
+        if adjacency is None:
             labels = {cypher.REL_LABELS[t] for t in rel_types}
             sides = {"both": [self._out, self._in], "out": [self._out], "in": [self._in]}[direction]
             pairs: dict[str, set[tuple[str, str]]] = {}
@@ -209,9 +209,9 @@ class GraphSnapshot(GraphReader):
                     pairs.setdefault(node, set()).update(
                         (other, label) for label, other in linked if label in labels
                     )
-            self._walks[key] = {node: sorted(found) for node, found in pairs.items() if found}
-        self._walks.move_to_end(key)
-        return self._walks[key]
+            adjacency = {node: sorted(found) for node, found in pairs.items() if found}
+            self._walks[key] = adjacency
+        return adjacency
 
     @staticmethod
     def _neighbour_step(adjacency: _Adjacency, max_fanout: int) -> traversal.Step:
