@@ -132,6 +132,14 @@ class _Best:
         return (-self.score, self.hops, self.entity_id)
 
 
+def _offer(best: dict[str, _Best], chunk_id: str, candidate: _Best) -> None:
+    """Keep `candidate` as the chunk's match if it ranks before the one kept: a chunk scores by
+    its best entity."""
+    current = best.get(chunk_id)
+    if current is None or candidate.key() < current.key():
+        best[chunk_id] = candidate
+
+
 @dataclass(frozen=True, slots=True)
 class GraphResult:
     chunks: list[ScoredChunk]
@@ -308,11 +316,8 @@ async def graph_search(
     best: dict[str, _Best] = {}
 
     def offer(entity: Entity, candidate: _Best) -> None:
-        if not entity.chunk_id:
-            return
-        current = best.get(entity.chunk_id)
-        if current is None or candidate.key() < current.key():
-            best[entity.chunk_id] = candidate
+        if entity.chunk_id:
+            _offer(best, entity.chunk_id, candidate)
 
     seed_score = {entity.entity_id: score for entity, score in seeds}
     known = {entity.entity_id: entity for entity, _ in seeds}
@@ -428,8 +433,7 @@ async def expand_context(
         if not cid or cid in inputs:
             continue
         explain = partial(_explain_hit, hit, known, "exact", search=False)
-        candidate = _Best(hit_score(hit, 1.0, settings, False), hit.hops, hit.entity.entity_id, explain)
-        current = best.get(cid)
-        if current is None or candidate.key() < current.key():
-            best[cid] = candidate
+        _offer(
+            best, cid, _Best(hit_score(hit, 1.0, settings, False), hit.hops, hit.entity.entity_id, explain)
+        )
     return _result(await _top_chunks(pool, corpus_id, best, top_k), best)
