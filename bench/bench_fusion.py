@@ -39,7 +39,9 @@ from rich.table import Table
 
 from services.fusion.gateway import Gateway, LegClient
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from tribrid.legs import LEGS
 from tribrid.server import ServiceSpec, start_server
+from tribrid.stores.postgres import create_pool
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2,
@@ -175,12 +177,13 @@ async def hanging_leg(cfg: TriBridConfig, corpus: str, samples: int, progress: P
         "tribrid.v1.VectorSearch", lambda s: vector_pb2_grpc.add_VectorSearchServicer_to_server(servicer, s)
     )
     server = await start_server([spec], "127.0.0.1", 0)
-    legs = {
-        "vector": LegClient("vector", f"127.0.0.1:{server.port}"),
-        "sparse": LegClient("sparse", cfg.services.address("sparse")),
-        "graph": LegClient("graph", cfg.services.address("graph")),
+    # the vector leg hangs; the others are the running services
+    addresses = {leg.name: cfg.services.address(leg.name) for leg in LEGS} | {
+        "vector": f"127.0.0.1:{server.port}"
     }
-    gateway = Gateway(cfg, legs)
+    legs = {leg.name: LegClient(leg, addresses[leg.name]) for leg in LEGS}
+    pool = await create_pool(cfg.postgres, cfg.embedding.dim, cfg.vector, max_size=2)
+    gateway = Gateway(cfg.fusion, cfg.limits, legs, pool)
     times: list[float] = []
     task = progress.add_task("hanging vector leg", total=samples)
     try:
@@ -195,6 +198,7 @@ async def hanging_leg(cfg: TriBridConfig, corpus: str, samples: int, progress: P
             progress.advance(task)
     finally:
         await gateway.close()
+        await pool.close()
         await server.stop(0)
     return {
         "leg_timeout_ms": cfg.fusion.leg_timeout_ms,
@@ -228,9 +232,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return req
 
     # the gateway asks each leg for this many candidates: call the legs directly the same way
-    leg_top_k = min(
-        max(cfg.fusion.final_k, cfg.vector.top_k, cfg.sparse.top_k, cfg.graph.top_k), cfg.fusion.max_top_k
-    )
+    leg_top_k = min(max(cfg.fusion.final_k, cfg.fusion.candidates_per_leg), cfg.limits.max_top_k)
     result: dict[str, Any] = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "corpus": args.corpus,

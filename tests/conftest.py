@@ -13,10 +13,11 @@ import grpc
 import pytest
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from tribrid.legs import BY_NAME
 from tribrid.serve import ALL_SERVICES, Resources, start_services
 from tribrid.server import RunningServer
 from tribrid.stores import embedded
-from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
+from tribrid.v1 import common_pb2, fusion_options_pb2, indexer_pb2, indexer_pb2_grpc
 
 
 def _free_port() -> int:
@@ -131,3 +132,28 @@ async def sample_corpus(stack: Stack, tmp_path_factory: pytest.TempPathFactory) 
             indexer_pb2.DeleteCorpusRequest(corpus_id=SAMPLE_CORPUS)
         )
     return await index_corpus(stack, SAMPLE_CORPUS, root)
+
+
+def fusion_options(
+    *,
+    enabled: dict[str, bool] | None = None,
+    weights: dict[str, float] | None = None,
+    method: str = "",
+    normalization: str = "",
+    **fields: object,
+) -> common_pb2.SearchOptions:
+    """SearchOptions with these FusionOptions: legs by name, enums by their config spelling."""
+    options = fusion_options_pb2.FusionOptions(**fields)  # type: ignore[arg-type]
+    if method:
+        options.method = fusion_options_pb2.FusionMethod.Value(f"FUSION_METHOD_{method.upper()}")
+    if normalization:
+        options.normalization = fusion_options_pb2.Normalization.Value(
+            f"NORMALIZATION_{normalization.upper()}"
+        )
+    for leg in sorted(set(enabled or {}) | set(weights or {})):
+        setting = options.legs.add(leg=BY_NAME[leg].value)
+        if enabled and leg in enabled:
+            setting.enabled = enabled[leg]
+        if weights and leg in weights:
+            setting.weight = weights[leg]
+    return common_pb2.SearchOptions(fusion=options)

@@ -18,7 +18,7 @@ from tests.conftest import Stack
 from tests.test_vector_leg import synth_vectors, write_corpus
 from tribrid.models import Chunk
 from tribrid.text import parse_query, tokenize
-from tribrid.v1 import common_pb2, sparse_pb2_grpc
+from tribrid.v1 import common_pb2, sparse_options_pb2, sparse_pb2_grpc
 
 PARITY = "synth-bm25"
 WORDS = """parse config file load save user account order item cart price tax discount payment card
@@ -66,13 +66,15 @@ def queries() -> list[str]:
     return out
 
 
-async def ours(stack: Stack, query: str, **overrides: object) -> list[common_pb2.ChunkMatch]:
+async def ours(stack: Stack, query: str, **options: object) -> list[common_pb2.ChunkMatch]:
+    if isinstance(options.get("query_mode"), str):
+        options["query_mode"] = f"SPARSE_QUERY_MODE_{str(options['query_mode']).upper()}"
     async with stack.channel("sparse") as channel:
         request = common_pb2.SearchRequest(
             corpus_id=PARITY,
             query=query,
             top_k=10,
-            overrides=common_pb2.SearchOverrides(**overrides),  # type: ignore[arg-type]
+            options=common_pb2.SearchOptions(sparse=sparse_options_pb2.SparseOptions(**options)),  # type: ignore[arg-type]
         )
         reply = await sparse_pb2_grpc.SparseSearchStub(channel).Search(request, timeout=30)
     return list(reply.matches)

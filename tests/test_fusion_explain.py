@@ -5,14 +5,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import grpc
 import pytest
 
 from services.fusion.fuse import Fused, Ranked, cap_per_file, normalize_scores, rrf, weighted
 from services.fusion.gateway import Gateway, LegClient
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
+from tribrid.legs import BY_NAME
 from tribrid.server import RunningServer, ServiceSpec, start_server
-from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, graph_pb2, graph_pb2_grpc, indexer_pb2
+from tribrid.v1 import (
+    common_pb2,
+    fusion_pb2,
+    fusion_pb2_grpc,
+    graph_pb2,
+    graph_pb2_grpc,
+    indexer_pb2,
+    legs_pb2,
+)
 
 # --- pure math ------------------------------------------------------------------------------------
 
@@ -118,10 +128,10 @@ async def test_explain_carries_rank_raw_normalized_contribution(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress
 ) -> None:
     for method, normalization in (("rrf", "min_max"), ("weighted", "min_max"), ("weighted", "z_score")):
-        overrides = common_pb2.SearchOverrides(fusion_method=method, normalization=normalization)
+        options = fusion_options(method=method, normalization=normalization)
         reply = await fused_search(
             stack,
-            common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart total price", overrides=overrides),
+            common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart total price", options=options),
         )
         assert reply.fusion_method == method
         assert reply.matches
@@ -141,21 +151,19 @@ async def test_explain_carries_rank_raw_normalized_contribution(
             assert not match.expanded
 
 
-async def test_overrides_renormalize_weights_and_disable_legs(
+async def test_options_renormalize_weights_and_disable_legs(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress
 ) -> None:
-    overrides = common_pb2.SearchOverrides(
-        enable_graph=False, vector_weight=3, sparse_weight=1, graph_weight=50
-    )
+    options = fusion_options(enabled={"graph": False}, weights={"vector": 3, "sparse": 1, "graph": 50})
     reply = await fused_search(
         stack,
-        common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number", overrides=overrides),
+        common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number", options=options),
     )
     status = {r.leg: r.status for r in reply.legs}
-    assert status[common_pb2.LEG_GRAPH] == fusion_pb2.LEG_STATUS_DISABLED
+    assert status[legs_pb2.LEG_GRAPH] == fusion_pb2.LEG_STATUS_DISABLED
     answered = {leg for leg, st in status.items() if st == fusion_pb2.LEG_STATUS_OK}
     assert reply.partial == (len(answered) < 2)  # a disabled leg is not a missing answer
-    raw = {common_pb2.LEG_VECTOR: 3.0, common_pb2.LEG_SPARSE: 1.0}
+    raw = {legs_pb2.LEG_VECTOR: 3.0, legs_pb2.LEG_SPARSE: 1.0}
     weights = {leg: w / sum(raw[a] for a in answered) for leg, w in raw.items() if leg in answered}
     for match in reply.matches:
         terms = {e.leg: e for e in match.explain}
@@ -170,7 +178,7 @@ async def test_max_chunks_per_file_and_final_k(
     request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart price discount payment", top_k=8)
     uncapped = await fused_search(stack, request)
     assert len(uncapped.matches) <= 8
-    request.overrides.max_chunks_per_file = 1
+    request.options.fusion.max_chunks_per_file = 1
     capped = await fused_search(stack, request)
     files = [m.file_path for m in capped.matches]
     assert len(files) == len(set(files))
@@ -215,14 +223,15 @@ async def expander_server() -> AsyncIterator[tuple[FakeExpander, RunningServer]]
     await server.stop(0)
 
 
-def gateway_with_graph(stack: Stack, graph_port: int) -> Gateway:
+def gateway_with_graph(stack: Stack, graph_port: int, pool: asyncpg.Pool) -> Gateway:
     """Real vector and sparse legs; `graph` (leg search and ExpandContext) at graph_port."""
-    legs = {
-        "vector": LegClient("vector", f"127.0.0.1:{stack.servers['vector'].port}"),
-        "sparse": LegClient("sparse", f"127.0.0.1:{stack.servers['sparse'].port}"),
-        "graph": LegClient("graph", f"127.0.0.1:{graph_port}"),
+    ports = {
+        "vector": stack.servers["vector"].port,
+        "sparse": stack.servers["sparse"].port,
+        "graph": graph_port,
     }
-    return Gateway(stack.cfg, legs)
+    legs = {leg: LegClient(BY_NAME[leg], f"127.0.0.1:{port}") for leg, port in ports.items()}
+    return Gateway(stack.cfg.fusion, stack.cfg.limits, legs, pool)
 
 
 async def test_expansion_adds_discounted_neighbours(
@@ -231,42 +240,52 @@ async def test_expansion_adds_discounted_neighbours(
     expander_server: tuple[FakeExpander, RunningServer],
 ) -> None:
     fake, server = expander_server
-    gateway = gateway_with_graph(stack, server.port)
+    gateway = gateway_with_graph(stack, server.port, await stack.resources.pool())
     base = common_pb2.SearchRequest(
         corpus_id=SAMPLE_CORPUS,
         query="validate_card_number",
         top_k=3,
-        overrides=common_pb2.SearchOverrides(enable_graph=False),
+        options=fusion_options(enabled={"graph": False}),
     )
     plain = await gateway.search(base, remaining_s=10)
+    fused_ids = {m.chunk_id for m in plain.matches}
+    others = await fused_search(
+        stack, common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart", top_k=20)
+    )
+    n1, n2 = [m for m in others.matches if m.chunk_id not in fused_ids][:2]
     fake.neighbours = [
-        common_pb2.ChunkMatch(chunk_id="n-1", corpus_id=SAMPLE_CORPUS, file_path="x.py", score=2.0),
+        common_pb2.ChunkMatch(
+            chunk_id=n1.chunk_id, corpus_id=SAMPLE_CORPUS, file_path=n1.file_path, score=2.0
+        ),
         common_pb2.ChunkMatch(chunk_id=plain.matches[0].chunk_id, score=9.0),  # already present: skipped
-        common_pb2.ChunkMatch(chunk_id="n-2", corpus_id=SAMPLE_CORPUS, file_path="y.py", score=1.0),
+        common_pb2.ChunkMatch(
+            chunk_id=n2.chunk_id, corpus_id=SAMPLE_CORPUS, file_path=n2.file_path, score=1.0
+        ),
     ]
     request = common_pb2.SearchRequest()
     request.CopyFrom(base)
-    request.overrides.enable_expansion = True
-    request.overrides.expansion_top_n = 2
+    request.options.fusion.enable_expansion = True
+    request.options.fusion.expansion_top_n = 2
     reply = await gateway.search(request, remaining_s=10)
     await gateway.close()
 
     assert list(fake.requests[-1].chunk_ids) == [m.chunk_id for m in reply.matches[:2]]
     fused, expanded = reply.matches[:3], reply.matches[3:]
     assert [m.chunk_id for m in fused] == [m.chunk_id for m in plain.matches]
-    assert [m.chunk_id for m in expanded] == ["n-1", "n-2"]
+    assert [m.chunk_id for m in expanded] == [n1.chunk_id, n2.chunk_id]
+    assert [m.content for m in expanded] == [n1.content, n2.content]  # read once, by the gateway
     nth = reply.matches[1].score  # the Nth (2nd) fused score
     discount = stack.cfg.fusion.expansion_discount
     assert expanded[0].score == pytest.approx(nth * discount)
     assert expanded[1].score == pytest.approx(nth * discount * 0.5)
     for m in expanded:
-        assert m.expanded and m.leg == common_pb2.LEG_EXPANSION and m.score < nth
-        assert [e.leg for e in m.explain] == [common_pb2.LEG_EXPANSION]
+        assert m.expanded and m.leg == legs_pb2.LEG_EXPANSION and m.score < nth
+        assert [e.leg for e in m.explain] == [legs_pb2.LEG_EXPANSION]
         assert m.explain[0].contribution == pytest.approx(m.score)
-    report = next(r for r in reply.legs if r.leg == common_pb2.LEG_EXPANSION)
+    report = next(r for r in reply.legs if r.leg == legs_pb2.LEG_EXPANSION)
     assert report.status == fusion_pb2.LEG_STATUS_OK and report.hits == 2
     # expansion is not a leg: partial only reflects the legs (here: whether sparse answered)
-    sparse = next(r for r in reply.legs if r.leg == common_pb2.LEG_SPARSE)
+    sparse = next(r for r in reply.legs if r.leg == legs_pb2.LEG_SPARSE)
     assert reply.partial == (sparse.status != fusion_pb2.LEG_STATUS_OK)
 
 
@@ -276,17 +295,17 @@ async def test_expansion_skipped_when_deadline_is_short(
     expander_server: tuple[FakeExpander, RunningServer],
 ) -> None:
     fake, server = expander_server
-    gateway = gateway_with_graph(stack, server.port)
+    gateway = gateway_with_graph(stack, server.port, await stack.resources.pool())
     request = common_pb2.SearchRequest(
         corpus_id=SAMPLE_CORPUS,
         query="cart",
-        overrides=common_pb2.SearchOverrides(enable_graph=False, enable_expansion=True),
+        options=fusion_options(enabled={"graph": False}, enable_expansion=True),
     )
     budget_s = stack.cfg.fusion.expansion_timeout_ms / 1000
     # the legs get the whole deadline minus the merge reserve; what is left is below the expansion budget
     reply = await gateway.search(request, remaining_s=budget_s * 0.9)
     await gateway.close()
-    report = next(r for r in reply.legs if r.leg == common_pb2.LEG_EXPANSION)
+    report = next(r for r in reply.legs if r.leg == legs_pb2.LEG_EXPANSION)
     assert report.status == fusion_pb2.LEG_STATUS_TIMEOUT and "skipped" in report.error
     assert not fake.requests
     assert reply.matches and not any(m.expanded for m in reply.matches)
@@ -305,10 +324,10 @@ async def test_expansion_against_the_real_graph_and_a_slow_expander(
             corpus_id=SAMPLE_CORPUS,
             query="validate_card_number",
             top_k=2,  # the sample repo is small: room for neighbours outside the fused list
-            overrides=common_pb2.SearchOverrides(enable_expansion=True, expansion_top_n=1),
+            options=fusion_options(enable_expansion=True, expansion_top_n=1),
         ),
     )
-    report = next(r for r in reply.legs if r.leg == common_pb2.LEG_EXPANSION)
+    report = next(r for r in reply.legs if r.leg == legs_pb2.LEG_EXPANSION)
     assert reply.matches[0].symbol == "shop.payment.validate_card_number"
     assert report.status == fusion_pb2.LEG_STATUS_OK, report.error
     fused_ids = [m.chunk_id for m in reply.matches if not m.expanded]
@@ -319,15 +338,15 @@ async def test_expansion_against_the_real_graph_and_a_slow_expander(
     # a slow expander is cut at the expansion budget, not the caller's deadline
     fake, server = expander_server
     fake.delay_s = 5
-    gateway = gateway_with_graph(stack, server.port)
+    gateway = gateway_with_graph(stack, server.port, await stack.resources.pool())
     request = common_pb2.SearchRequest(
         corpus_id=SAMPLE_CORPUS,
         query="cart",
-        overrides=common_pb2.SearchOverrides(enable_graph=False, enable_expansion=True),
+        options=fusion_options(enabled={"graph": False}, enable_expansion=True),
     )
     slow = await gateway.search(request, remaining_s=10)
     await gateway.close()
-    report = next(r for r in slow.legs if r.leg == common_pb2.LEG_EXPANSION)
+    report = next(r for r in slow.legs if r.leg == legs_pb2.LEG_EXPANSION)
     assert report.status == fusion_pb2.LEG_STATUS_TIMEOUT
     assert report.latency_ms < stack.cfg.fusion.expansion_timeout_ms + 1000
     assert slow.matches

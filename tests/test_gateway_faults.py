@@ -10,10 +10,11 @@ import grpc
 import pytest
 
 from services.fusion.gateway import Gateway, LegClient
-from tests.conftest import SAMPLE_CORPUS, Stack
-from tribrid.search_common import RequestError
+from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
+from tribrid.legs import BY_NAME, LEGS
+from tribrid.options import RequestError
 from tribrid.server import RunningServer, ServiceSpec, start_server
-from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, vector_pb2_grpc
+from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, legs_pb2, vector_pb2_grpc
 
 
 class HangingVector(vector_pb2_grpc.VectorSearchServicer):
@@ -37,23 +38,22 @@ async def hanging_vector() -> AsyncIterator[RunningServer]:
     await server.stop(0)
 
 
-def gateway_with(stack: Stack, vector_port: int) -> Gateway:
-    legs = {
-        "vector": LegClient("vector", f"127.0.0.1:{vector_port}"),
-        "sparse": LegClient("sparse", f"127.0.0.1:{stack.servers['sparse'].port}"),
-        "graph": LegClient("graph", f"127.0.0.1:{stack.servers['graph'].port}"),
+async def gateway_with(stack: Stack, vector_port: int) -> Gateway:
+    ports = {
+        "vector": vector_port,
+        "sparse": stack.servers["sparse"].port,
+        "graph": stack.servers["graph"].port,
     }
-    return Gateway(stack.cfg, legs)
+    legs = {leg: LegClient(BY_NAME[leg], f"127.0.0.1:{port}") for leg, port in ports.items()}
+    return Gateway(stack.cfg.fusion, stack.cfg.limits, legs, await stack.resources.pool())
 
 
 async def test_hanging_leg_is_dropped_at_its_deadline(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, hanging_vector: RunningServer
 ) -> None:
-    gateway = gateway_with(stack, hanging_vector.port)
+    gateway = await gateway_with(stack, hanging_vector.port)
     request = common_pb2.SearchRequest(
-        corpus_id=SAMPLE_CORPUS,
-        query="validate_card_number",
-        overrides=common_pb2.SearchOverrides(leg_timeout_ms=500),
+        corpus_id=SAMPLE_CORPUS, query="validate_card_number", options=fusion_options(leg_timeout_ms=500)
     )
     started = time.monotonic()
     reply = await gateway.search(request, remaining_s=10.0)
@@ -62,24 +62,24 @@ async def test_hanging_leg_is_dropped_at_its_deadline(
 
     status = {r.leg: r.status for r in reply.legs}
     assert status == {
-        common_pb2.LEG_VECTOR: fusion_pb2.LEG_STATUS_TIMEOUT,
-        common_pb2.LEG_SPARSE: fusion_pb2.LEG_STATUS_OK,
-        common_pb2.LEG_GRAPH: fusion_pb2.LEG_STATUS_OK,
+        legs_pb2.LEG_VECTOR: fusion_pb2.LEG_STATUS_TIMEOUT,
+        legs_pb2.LEG_SPARSE: fusion_pb2.LEG_STATUS_OK,
+        legs_pb2.LEG_GRAPH: fusion_pb2.LEG_STATUS_OK,
     }
     assert reply.partial
-    assert "DEADLINE_EXCEEDED" in next(r.error for r in reply.legs if r.leg == common_pb2.LEG_VECTOR)
+    assert "DEADLINE_EXCEEDED" in next(r.error for r in reply.legs if r.leg == legs_pb2.LEG_VECTOR)
     assert reply.matches[0].symbol == "shop.payment.validate_card_number"
-    assert all(e.leg != common_pb2.LEG_VECTOR for m in reply.matches for e in m.explain)
+    assert all(e.leg != legs_pb2.LEG_VECTOR for m in reply.matches for e in m.explain)
     assert elapsed < 5.0  # dropped at ~0.5 s, far before the hanging leg's 30 s (loose: shared CI cores)
 
 
 async def test_caller_deadline_caps_leg_budget(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, hanging_vector: RunningServer
 ) -> None:
-    gateway = gateway_with(stack, hanging_vector.port)
+    gateway = await gateway_with(stack, hanging_vector.port)
     request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart")
     reply = await gateway.search(request, remaining_s=0.4)  # configured leg timeout is 2 s
-    budget = next(r.budget_ms for r in reply.legs if r.leg == common_pb2.LEG_VECTOR)
+    budget = next(r.budget_ms for r in reply.legs if r.leg == legs_pb2.LEG_VECTOR)
     assert budget <= 400
     with pytest.raises(RequestError) as excinfo:
         await gateway.search(request, remaining_s=0.001)
@@ -88,8 +88,8 @@ async def test_caller_deadline_caps_leg_budget(
 
 
 async def test_all_legs_down_is_unavailable(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
-    dead = {leg: LegClient(leg, "127.0.0.1:1") for leg in ("vector", "sparse", "graph")}
-    gateway = Gateway(stack.cfg, dead)
+    dead = {leg.name: LegClient(leg, "127.0.0.1:1") for leg in LEGS}
+    gateway = Gateway(stack.cfg.fusion, stack.cfg.limits, dead, await stack.resources.pool())
     with pytest.raises(RequestError) as excinfo:
         await gateway.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"), remaining_s=5)
     assert excinfo.value.code == grpc.StatusCode.UNAVAILABLE

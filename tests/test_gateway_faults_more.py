@@ -22,11 +22,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.fusion.gateway import Gateway, LegClient
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.config import TriBridConfig
+from tribrid.legs import LEGS
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.stores import embedded
-from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, sparse_pb2_grpc
+from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, legs_pb2, sparse_pb2_grpc
 
 MARGIN_S = 3.0  # loose: two shared cores
 OK = fusion_pb2.LEG_STATUS_OK
@@ -37,23 +38,23 @@ def statuses(reply: fusion_pb2.FusionSearchResponse) -> dict[int, int]:
     return {r.leg: r.status for r in reply.legs}
 
 
-def gateway(stack: Stack, **ports: int) -> Gateway:
+async def gateway(stack: Stack, **ports: int) -> Gateway:
     legs = {
-        leg: LegClient(leg, f"127.0.0.1:{ports.get(leg, stack.servers[leg].port)}")
-        for leg in ("vector", "sparse", "graph")
+        leg.name: LegClient(leg, f"127.0.0.1:{ports.get(leg.name, stack.servers[leg.name].port)}")
+        for leg in LEGS
     }
-    return Gateway(stack.cfg, legs)
+    return Gateway(stack.cfg.fusion, stack.cfg.limits, legs, await stack.resources.pool())
 
 
 def request(query: str = "validate_card_number") -> common_pb2.SearchRequest:
     return common_pb2.SearchRequest(
-        corpus_id=SAMPLE_CORPUS, query=query, overrides=common_pb2.SearchOverrides(leg_timeout_ms=1500)
+        corpus_id=SAMPLE_CORPUS, query=query, options=fusion_options(leg_timeout_ms=1500)
     )
 
 
 async def baseline(stack: Stack) -> dict[int, int]:
     """Which legs answer before any fault (another leg may be down for reasons of its own)."""
-    gw = gateway(stack)
+    gw = await gateway(stack)
     try:
         return statuses(await gw.search(request(), remaining_s=10))
     finally:
@@ -116,16 +117,16 @@ async def test_leg_answering_unavailable_is_dropped(
 ) -> None:
     before = await baseline(stack)
     servicer, server = unavailable_sparse
-    gw = gateway(stack, sparse=server.port)
+    gw = await gateway(stack, sparse=server.port)
     started = time.monotonic()
     reply = await gw.search(request(), remaining_s=5)
     elapsed = time.monotonic() - started
     await gw.close()
-    assert_degraded(reply, common_pb2.LEG_SPARSE, before, elapsed, 5)
-    assert statuses(reply)[common_pb2.LEG_SPARSE] == fusion_pb2.LEG_STATUS_ERROR
-    assert "UNAVAILABLE" in next(r.error for r in reply.legs if r.leg == common_pb2.LEG_SPARSE)
+    assert_degraded(reply, legs_pb2.LEG_SPARSE, before, elapsed, 5)
+    assert statuses(reply)[legs_pb2.LEG_SPARSE] == fusion_pb2.LEG_STATUS_ERROR
+    assert "UNAVAILABLE" in next(r.error for r in reply.legs if r.leg == legs_pb2.LEG_SPARSE)
     assert servicer.calls == 3  # gRPC's retry policy: maxAttempts 3 on UNAVAILABLE
-    if before[common_pb2.LEG_VECTOR] == OK:
+    if before[legs_pb2.LEG_VECTOR] == OK:
         assert reply.matches[0].symbol == "shop.payment.validate_card_number"
 
 
@@ -181,7 +182,7 @@ async def test_leg_process_killed_mid_load(
     before = await baseline(stack)
     port = _free_port()
     proc = _serve_subprocess(config, "vector", port)
-    gw = gateway(stack, vector=port)
+    gw = await gateway(stack, vector=port)
     try:
         await _wait_serving(port, proc, timeout_s=120)
         deadline_s = 4.0
@@ -198,7 +199,7 @@ async def test_leg_process_killed_mid_load(
                 i += 1
 
         workers = [asyncio.create_task(worker(n)) for n in range(4)]
-        while not any(statuses(r)[common_pb2.LEG_VECTOR] == OK for _, _, r in results):
+        while not any(statuses(r)[legs_pb2.LEG_VECTOR] == OK for _, _, r in results):
             await asyncio.sleep(0.05)
             assert not any(w.done() for w in workers), [w.exception() for w in workers if w.done()]
         killed_at = time.monotonic()
@@ -217,9 +218,9 @@ async def test_leg_process_killed_mid_load(
     after = [(elapsed, r) for started, elapsed, r in results if started > killed_at]
     assert after, "no request started after the kill"
     for elapsed, reply in after:
-        assert_degraded(reply, common_pb2.LEG_VECTOR, before, elapsed, deadline_s)
+        assert_degraded(reply, legs_pb2.LEG_VECTOR, before, elapsed, deadline_s)
     ok_before = [
-        r for started, _, r in results if started < killed_at and statuses(r)[common_pb2.LEG_VECTOR] == OK
+        r for started, _, r in results if started < killed_at and statuses(r)[legs_pb2.LEG_VECTOR] == OK
     ]
     assert ok_before  # the vector leg answered through the gateway until it was killed
     assert all(r.partial == any(st != OK for st in statuses(r).values()) for r in ok_before)
@@ -232,7 +233,7 @@ async def test_graph_database_stopped(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, config: TriBridConfig
 ) -> None:
     before = await baseline(stack)
-    assert before[common_pb2.LEG_GRAPH] == OK
+    assert before[legs_pb2.LEG_GRAPH] == OK
     deadline_s = 4.0
     try:
         assert embedded._falkordb_down(config, lambda _: None)  # SIGTERM: it saves graph.rdb first
@@ -245,15 +246,15 @@ async def test_graph_database_stopped(
                 request(f"validate_card_number {new_word}"), timeout=deadline_s
             )
         elapsed = time.monotonic() - started
-        assert_degraded(reply, common_pb2.LEG_GRAPH, before, elapsed, deadline_s)
+        assert_degraded(reply, legs_pb2.LEG_GRAPH, before, elapsed, deadline_s)
     finally:
         embedded._falkordb_up(config, lambda _: None)  # restarted from its saved data
     # the shared store is back with its data: the graph leg answers again
     for _ in range(50):
         async with stack.channel("fusion") as channel:
             again = await fusion_pb2_grpc.FusionStub(channel).Search(request(), timeout=10)
-        if statuses(again)[common_pb2.LEG_GRAPH] == OK:
+        if statuses(again)[legs_pb2.LEG_GRAPH] == OK:
             break
         await asyncio.sleep(0.2)
-    assert statuses(again)[common_pb2.LEG_GRAPH] == OK
+    assert statuses(again)[legs_pb2.LEG_GRAPH] == OK
     assert again.partial == any(st != OK for st in statuses(again).values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from functools import partial
 
 import grpc
@@ -21,7 +22,7 @@ from tribrid.graphstore.communities import detect_communities
 from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 from tribrid.query_kind import detect_intent
-from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
+from tribrid.v1 import common_pb2, graph_options_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
 GENERATION = 3
@@ -101,15 +102,20 @@ async def fixture_corpus(stack: Stack) -> AsyncIterator[str]:
     await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
+def graph_options(**options: object) -> common_pb2.SearchOptions:
+    if isinstance(options.get("direction"), str):
+        options["direction"] = graph_options_pb2.GraphDirection.Value(
+            f"GRAPH_DIRECTION_{str(options['direction']).upper()}"
+        )
+    return common_pb2.SearchOptions(graph=graph_options_pb2.GraphOptions(**options))  # type: ignore[arg-type]
+
+
 async def graph_search(
-    stack: Stack, corpus_id: str, query: str, **overrides: object
+    stack: Stack, corpus_id: str, query: str, **options: object
 ) -> list[common_pb2.ChunkMatch]:
     async with stack.channel("graph") as channel:
         request = common_pb2.SearchRequest(
-            corpus_id=corpus_id,
-            query=query,
-            top_k=20,
-            overrides=common_pb2.SearchOverrides(**overrides),  # type: ignore[arg-type]
+            corpus_id=corpus_id, query=query, top_k=20, options=graph_options(**options)
         )
         reply = await graph_pb2_grpc.GraphSearchStub(channel).Search(request, timeout=30)
     return list(reply.matches)
@@ -214,7 +220,7 @@ async def test_provenance_is_filled(stack: Stack, fixture_corpus: str) -> None:
     matches = await graph_search(stack, fixture_corpus, "who calls checkout", max_hops=2)
     main = matches[names(matches).index("main")]
     (explain,) = main.explain
-    assert explain.leg == common_pb2.LEG_GRAPH
+    assert explain.leg == legs_pb2.LEG_GRAPH
     assert explain.graph.seed_entity == "app.checkout"
     assert list(explain.graph.path) == ["app.checkout", "app.handle_order", "app.main"]
     assert list(explain.graph.relationship_types) == ["calls", "calls"]
@@ -239,19 +245,19 @@ async def test_cypher_injection_is_harmless(stack: Stack, fixture_corpus: str, q
 
 
 @pytest.mark.parametrize(
-    ("overrides", "message"),
+    ("options", "message"),
     [
-        ({"direction": "sideways"}, "unknown direction"),
-        ({"max_hops": 6}, "max_hops must be between 1 and 5"),
-        ({"entity_types": ["macro"]}, "allowed: function, class"),
-        ({"relationship_types": ["likes"]}, "allowed: calls, imports"),
+        ({"direction": 9}, "options.graph.direction: unknown value 9; allowed: GRAPH_DIRECTION_AUTO"),
+        ({"max_hops": 6}, "options.graph.max_hops: Input should be less than or equal to 5"),
+        ({"entity_types": ["macro"]}, "options.graph.entity_types.0: Input should be 'function', 'class'"),
+        ({"relationship_types": ["likes"]}, "options.graph.relationship_types.0: Input should be 'calls'"),
     ],
 )
-async def test_search_bad_overrides(
-    stack: Stack, fixture_corpus: str, overrides: dict[str, object], message: str
+async def test_search_bad_options(
+    stack: Stack, fixture_corpus: str, options: dict[str, object], message: str
 ) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as excinfo:
-        await graph_search(stack, fixture_corpus, "checkout", **overrides)
+        await graph_search(stack, fixture_corpus, "checkout", **options)
     assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (excinfo.value.details() or "")
 
@@ -397,11 +403,15 @@ async def test_expand_context_bad_requests(stack: Stack, fixture_corpus: str) ->
         "ExpandContext",
         bad(corpus_id=fixture_corpus, chunk_ids=["x"], relationship_types=["likes"]),
         invalid,
-        "allowed: calls, imports",
+        "relationship_types.0: Input should be 'calls'",
     )
     await expect_error(stack, "ExpandContext", bad(corpus_id=fixture_corpus), invalid, "chunk_ids is empty")
     await expect_error(
-        stack, "ExpandContext", bad(corpus_id="nope", chunk_ids=["x"]), invalid, "unknown corpus"
+        stack,
+        "ExpandContext",
+        bad(corpus_id="nope", chunk_ids=["x"]),
+        grpc.StatusCode.NOT_FOUND,
+        "corpus 'nope' not found",
     )
 
 
@@ -411,7 +421,10 @@ async def test_neighbors_rpc(stack: Stack, fixture_corpus: str) -> None:
         stack,
         "Neighbors",
         graph_pb2.NeighborsRequest(
-            corpus_id=fixture_corpus, entity=ref, relationship_type="calls", direction="in"
+            corpus_id=fixture_corpus,
+            entity=ref,
+            relationship_type="calls",
+            direction=graph_pb2.EDGE_DIRECTION_IN,
         ),
     )
     assert isinstance(reply, graph_pb2.EntitiesResponse)
@@ -438,11 +451,63 @@ async def test_neighbors_rpc(stack: Stack, fixture_corpus: str) -> None:
         "not found",
     )
     for bad, message in [
-        (req(corpus_id=fixture_corpus, entity=ref, direction="up"), "unknown direction"),
-        (req(corpus_id=fixture_corpus, entity=ref, relationship_type="likes"), "allowed: calls"),
-        (req(corpus_id=fixture_corpus), "set entity_id or qualified_name"),
+        (req(corpus_id=fixture_corpus, entity=ref, direction=9), "direction: unknown value 9"),  # type: ignore[arg-type]
+        (
+            req(corpus_id=fixture_corpus, entity=ref, relationship_type="likes"),
+            "relationship_type: Input should be 'calls'",
+        ),
+        (req(corpus_id=fixture_corpus), "set exactly one of entity_id, qualified_name or name"),
+        (req(corpus_id=fixture_corpus, entity=ref, limit=1001), "limit: must be between 1 and 1000"),
     ]:
         await expect_error(stack, "Neighbors", bad, grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+@pytest.mark.parametrize(
+    ("name", "entity_id"),
+    [("checkout", "checkout"), ("CHECKOUT", "checkout"), ("app.checkout", "checkout"), ("main", "main")],
+)
+async def test_entities_by_plain_name(stack: Stack, fixture_corpus: str, name: str, entity_id: str) -> None:
+    reply = await call(
+        stack,
+        "EntityChunks",
+        graph_pb2.EntityChunksRequest(corpus_id=fixture_corpus, entity=graph_pb2.EntityRef(name=name)),
+    )
+    assert isinstance(reply, common_pb2.SearchResponse)
+    assert [m.chunk_id for m in reply.matches] == [f"chunk-{entity_id}"]
+
+
+async def test_an_ambiguous_plain_name_lists_its_candidates(stack: Stack, fixture_corpus: str) -> None:
+    key = graph_key(fixture_corpus, GENERATION)
+    twins = [
+        replace(ent(fixture_corpus, f"refund-{n}", qualified_name=f"{module}.refund"), name="refund")
+        for n, module in enumerate(("app.orders", "legacy"))
+    ]
+    store = stack.resources.graph()
+    await store.upsert_entities(key, twins)
+
+    def neighbors(name: str) -> graph_pb2.NeighborsRequest:
+        return graph_pb2.NeighborsRequest(corpus_id=fixture_corpus, entity=graph_pb2.EntityRef(name=name))
+
+    try:
+        for name in ("refund", "Refund"):
+            await expect_error(
+                stack,
+                "Neighbors",
+                neighbors(name),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"entity {name!r} is ambiguous: 2 entities fit (app.orders.refund, legacy.refund)",
+            )
+        for name in ("legacy.refund", "orders.refund", "refund-0"):  # a qualified name, its end, an id
+            assert isinstance(await call(stack, "Neighbors", neighbors(name)), graph_pb2.EntitiesResponse)
+        await expect_error(
+            stack,
+            "Neighbors",
+            graph_pb2.NeighborsRequest(corpus_id=fixture_corpus, entity=graph_pb2.EntityRef(name="nothing")),
+            grpc.StatusCode.NOT_FOUND,
+            "entity 'nothing' not found",
+        )
+    finally:
+        await store.delete_files(key, [twin.file_path for twin in twins])
 
 
 async def test_path_between_rpc(stack: Stack, fixture_corpus: str) -> None:
@@ -469,7 +534,7 @@ async def test_path_between_rpc(stack: Stack, fixture_corpus: str) -> None:
         "PathBetween",
         req(corpus_id=fixture_corpus, source=main, target=tax, max_hops=5),
         grpc.StatusCode.INVALID_ARGUMENT,
-        "max_hops must be between 1 and 4",
+        "max_hops: must be between 1 and 4",
     )
     await expect_error(
         stack,
@@ -498,8 +563,8 @@ async def test_entity_chunks_rpc(stack: Stack, fixture_corpus: str) -> None:
         stack,
         "EntityChunks",
         req(corpus_id="no-such-corpus", entity=graph_pb2.EntityRef(entity_id="x")),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "unknown corpus",
+        grpc.StatusCode.NOT_FOUND,
+        "corpus 'no-such-corpus' not found",
     )
 
 
@@ -523,8 +588,8 @@ async def test_stats_with_communities(stack: Stack, fixture_corpus: str) -> None
         stack,
         "Stats",
         graph_pb2.GraphStatsRequest(corpus_id="nope"),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "unknown",
+        grpc.StatusCode.NOT_FOUND,
+        "corpus 'nope' not found",
     )
 
 
@@ -566,12 +631,12 @@ async def test_graph_too_big_for_memory_is_searched_in_the_store(stack: Stack, f
         corpus_id=fixture_corpus,
         query="who calls checkout",
         top_k=20,
-        overrides=common_pb2.SearchOverrides(max_hops=2),
+        options=graph_options(max_hops=2),
     )
     answers = []
     for limit in (entities, entities - 1):
         graph_cfg = stack.cfg.graph.model_copy(update={"snapshot_max_entities": limit})
-        servicer = GraphServicer(stack.cfg.model_copy(update={"graph": graph_cfg}), pool, store)
+        servicer = GraphServicer(graph_cfg, stack.cfg.limits, pool, store)
         _, life = await servicer._graph(fixture_corpus)
         assert servicer._reader(key, life) is store  # the store answers while the snapshot loads
         await servicer._snapshots.get(key, life, partial(servicer._load_snapshot, key))

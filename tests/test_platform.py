@@ -23,18 +23,43 @@ from tribrid.text import query_terms, tokenize
 def test_config_defaults_follow_the_design() -> None:
     cfg = load_config()
     assert cfg.fusion.rrf_k == 60
-    assert (cfg.fusion.vector_weight, cfg.fusion.sparse_weight, cfg.fusion.graph_weight) == pytest.approx(
-        (0.4, 0.3, 0.3)
-    )
+    assert {leg: s.weight for leg, s in cfg.fusion.legs.items()} == {
+        "vector": 0.4,
+        "sparse": 0.3,
+        "graph": 0.3,
+    }
     assert cfg.graph.max_hops == 2 and cfg.graph.top_k == 30
     assert (cfg.sparse.bm25_k1, cfg.sparse.bm25_b) == (1.2, 0.4)
     assert cfg.graph.entity_types == ["function", "class", "module", "variable", "import"]
     assert cfg.graph.relationship_types == ["calls", "imports", "inherits", "contains", "references"]
 
 
-def test_config_weights_are_normalized() -> None:
-    cfg = load_config(fusion={"vector_weight": 2, "sparse_weight": 1, "graph_weight": 1})
-    assert (cfg.fusion.vector_weight, cfg.fusion.sparse_weight, cfg.fusion.graph_weight) == (0.5, 0.25, 0.25)
+def test_config_keeps_the_weights_as_written() -> None:
+    """Weights are normalized where they are used, not overwritten in the config."""
+    cfg = load_config(fusion={"legs": {"vector": {"weight": 2}, "sparse": {"weight": 1}}})
+    assert {leg: s.weight for leg, s in cfg.fusion.legs.items()} == {"vector": 2, "sparse": 1}
+    assert cfg.fusion.leg("graph").weight == 1.0 and cfg.fusion.leg("graph").enabled
+
+
+@pytest.mark.parametrize(
+    ("fusion", "message"),
+    [
+        (
+            {"legs": {"vectr": {"weight": 1}}},
+            "fusion.legs: unknown legs ['vectr']; the legs are vector, sparse, graph",
+        ),
+        (
+            {"legs": {leg: {"enabled": False} for leg in ("vector", "sparse", "graph")}},
+            "every leg is disabled",
+        ),
+        ({"legs": {"vector": {"weight": 0}, "sparse": {"weight": 0}, "graph": {"weight": 0}}}, "sum to 0"),
+        ({"query_kind_weights": {"natural": {"sparse": -1}}}, "greater than or equal to 0"),
+    ],
+)
+def test_bad_fusion_config_names_the_field(fusion: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(fusion=fusion)
+    assert message in str(excinfo.value)
 
 
 def test_invalid_config_names_field_and_range(monkeypatch: pytest.MonkeyPatch) -> None:

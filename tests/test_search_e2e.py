@@ -5,13 +5,15 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
+from tribrid.legs import BY_VALUE
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2,
     fusion_pb2_grpc,
     graph_pb2_grpc,
     indexer_pb2,
+    legs_pb2,
     sparse_pb2_grpc,
     vector_pb2_grpc,
 )
@@ -48,7 +50,7 @@ async def test_vector_leg_finds_paraphrase(stack: Stack, sample_corpus: indexer_
         stack, "vector", "reduce the price for customers who have been members a long time"
     )
     assert matches[0].symbol == "shop.pricing.compute_discount"
-    assert matches[0].leg == common_pb2.LEG_VECTOR
+    assert matches[0].leg == legs_pb2.LEG_VECTOR
     assert [e.rank for e in matches[0].explain] == [1]
 
 
@@ -87,43 +89,37 @@ async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.Ind
     assert len(reply.matches) <= 5
     top = reply.matches[0]
     assert {e.leg for e in top.explain} == {
-        common_pb2.LEG_VECTOR,
-        common_pb2.LEG_SPARSE,
-        common_pb2.LEG_GRAPH,
+        legs_pb2.LEG_VECTOR,
+        legs_pb2.LEG_SPARSE,
+        legs_pb2.LEG_GRAPH,
     }
     # an identifier: the identifier profile's weights
     assert reply.query_kind == "identifier"
     profile = stack.cfg.fusion.query_kind_weights["identifier"]
-    total = profile.vector + profile.sparse + profile.graph
-    assert dict(reply.weights) == pytest.approx(
-        {"vector": profile.vector / total, "sparse": profile.sparse / total, "graph": profile.graph / total}
-    )
-    leg_name = {
-        common_pb2.LEG_VECTOR: "vector",
-        common_pb2.LEG_SPARSE: "sparse",
-        common_pb2.LEG_GRAPH: "graph",
-    }
+    total = sum(profile.values())
+    assert dict(reply.weights) == pytest.approx({leg: w / total for leg, w in profile.items()})
     assert top.score == pytest.approx(
-        sum(reply.weights[leg_name[e.leg]] / (60 + e.rank) for e in top.explain if e.rank)
+        sum(reply.weights[BY_VALUE[e.leg].name] / (60 + e.rank) for e in top.explain if e.rank)
     )
+    assert top.content  # the gateway reads the content of its answers
 
 
 @pytest.mark.parametrize(
-    ("query", "overrides", "kind", "weights"),
+    ("query", "options", "kind", "weights"),
     [
         ("who calls checkout", {}, "structural", (0.05, 0.1, 0.85)),
         ("charge the card and apply the tax", {}, "natural", (0.75, 0.2, 0.05)),
         ("who calls checkout", {"adaptive_weights": False}, "structural", (0.4, 0.3, 0.3)),
         ("how is compute_total computed", {}, "mixed", (0.6, 0.2, 0.2)),
         # a request's own weights are used as given (normalized)
-        ("who calls checkout", {"vector_weight": 1.0, "graph_weight": 1.0}, "structural", (0.0, 0.0, 0.0)),
+        ("who calls checkout", {"weights": {"vector": 1.0, "graph": 1.0}}, "structural", (0.0, 0.0, 0.0)),
     ],
 )
 async def test_weights_follow_the_kind_of_query(
     stack: Stack,
     sample_corpus: indexer_pb2.IndexProgress,
     query: str,
-    overrides: dict[str, object],
+    options: dict[str, object],
     kind: str,
     weights: tuple[float, float, float],
 ) -> None:
@@ -131,12 +127,12 @@ async def test_weights_follow_the_kind_of_query(
         request = common_pb2.SearchRequest(
             corpus_id=SAMPLE_CORPUS,
             query=query,
-            overrides=common_pb2.SearchOverrides(**overrides),  # type: ignore[arg-type]
+            options=fusion_options(**options),  # type: ignore[arg-type]
         )
         reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
     assert reply.query_kind == kind
     got = (reply.weights["vector"], reply.weights["sparse"], reply.weights["graph"])
-    if "vector_weight" in overrides:  # 1.0 / 0.3 (configured) / 1.0
+    if "weights" in options:  # 1.0 / 0.3 (configured) / 1.0
         assert got == pytest.approx((1 / 2.3, 0.3 / 2.3, 1 / 2.3))
     else:
         assert got == pytest.approx(weights)
@@ -180,7 +176,6 @@ async def test_stop_words_or_punctuation_only_is_empty_and_ok(
         ({"query": "  "}, "query is empty"),
         ({"query": "x", "top_k": 0}, "top_k must be between 1 and"),
         ({"query": "x", "top_k": 100_000}, "top_k must be between 1 and"),
-        ({"query": "cart", "corpus_id": "no-such-corpus"}, "unknown corpus"),
         ({"query": "cart", "corpus_id": "bad name!"}, "corpus_id"),
     ],
 )
@@ -199,6 +194,16 @@ async def test_bad_requests_are_invalid_argument(
             await STUBS[service](channel).Search(request, timeout=30)
     assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (excinfo.value.details() or "")
+
+
+@pytest.mark.parametrize("service", ["vector", "sparse", "graph", "fusion"])
+async def test_unknown_corpus_is_not_found(stack: Stack, service: str) -> None:
+    request = common_pb2.SearchRequest(corpus_id="no-such-corpus", query="cart")
+    async with stack.channel(service) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+            await STUBS[service](channel).Search(request, timeout=30)
+    assert excinfo.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "corpus 'no-such-corpus' not found" in (excinfo.value.details() or "")
 
 
 async def test_graph_answers_structure_questions(

@@ -17,7 +17,7 @@ from tests.conftest import SAMPLE_CORPUS, Stack
 from tests.test_vector_leg import synth_vectors, write_corpus
 from tribrid.models import Chunk
 from tribrid.search_common import SearchParams
-from tribrid.v1 import common_pb2, indexer_pb2, sparse_pb2_grpc
+from tribrid.v1 import common_pb2, indexer_pb2, sparse_options_pb2, sparse_pb2_grpc
 
 WORDS = "synth-words"
 DOCS = [
@@ -46,8 +46,13 @@ async def search(
     return list(reply.matches)
 
 
-def mode(name: str) -> common_pb2.SearchOverrides:
-    return common_pb2.SearchOverrides(query_mode=name)
+def mode(name: str) -> common_pb2.SearchOptions:
+    value = sparse_options_pb2.SparseQueryMode.Value(f"SPARSE_QUERY_MODE_{name.upper()}")
+    return common_pb2.SearchOptions(sparse=sparse_options_pb2.SparseOptions(query_mode=value))
+
+
+def sparse(**options: float) -> common_pb2.SearchOptions:
+    return common_pb2.SearchOptions(sparse=sparse_options_pb2.SparseOptions(**options))  # type: ignore[arg-type]
 
 
 def paths(matches: list[common_pb2.ChunkMatch]) -> list[str]:
@@ -87,25 +92,25 @@ async def test_paths_and_extensions(stack: Stack, words: list[Chunk]) -> None:
 
 
 async def test_phrase_mode_needs_adjacent_terms_in_order(stack: Stack, words: list[Chunk]) -> None:
-    found = paths(await search(stack, "parse config file", overrides=mode("phrase")))
+    found = paths(await search(stack, "parse config file", options=mode("phrase")))
     assert set(found) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md"}
-    assert paths(await search(stack, "parse the config", overrides=mode("phrase"))) == ["cfg/words.txt"]
+    assert paths(await search(stack, "parse the config", options=mode("phrase"))) == ["cfg/words.txt"]
     # the identifier's joined term does not break adjacency with the next word
-    assert paths(await search(stack, "file path", overrides=mode("phrase"))) == [
+    assert paths(await search(stack, "file path", options=mode("phrase"))) == [
         "cfg/loader.py",
         "cfg/snake.py",
     ]
-    assert await search(stack, "file config parse", overrides=mode("phrase")) == []
+    assert await search(stack, "file config parse", options=mode("phrase")) == []
 
 
 async def test_boolean_mode(stack: Stack, words: list[Chunk]) -> None:
-    found = paths(await search(stack, "parse -snake -kebab", overrides=mode("boolean")))
+    found = paths(await search(stack, "parse -snake -kebab", options=mode("boolean")))
     assert set(found) == {"cfg/loader.py", "cfg/words.txt", "cfg/other.py"}
-    found = paths(await search(stack, '"parse the config" OR HTTPServer', overrides=mode("boolean")))
+    found = paths(await search(stack, '"parse the config" OR HTTPServer', options=mode("boolean")))
     assert set(found) == {"cfg/words.txt", "net/http.py"}
-    found = paths(await search(stack, 'parse -"config file"', overrides=mode("boolean")))
+    found = paths(await search(stack, 'parse -"config file"', options=mode("boolean")))
     assert set(found) == {"cfg/other.py"}
-    assert await search(stack, "-parse", overrides=mode("boolean")) == []
+    assert await search(stack, "-parse", options=mode("boolean")) == []
 
 
 async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]) -> None:
@@ -124,10 +129,8 @@ async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]
     # past relax_max_terms (2): any-term matches, said so
     fallback = await search(stack, "settings aaqq bbqq ccqq")
     assert paths(fallback) == ["cfg/kebab.md"] and "any-term fallback" in fallback[0].explain[0].detail
-    strict = stack.cfg.model_copy(
-        update={"sparse": stack.cfg.sparse.model_copy(update={"any_term_fallback": False})}
-    )
-    servicer = SparseServicer(strict, await stack.resources.pool())
+    strict = stack.cfg.sparse.model_copy(update={"any_term_fallback": False})
+    servicer = SparseServicer(strict, stack.cfg.limits, await stack.resources.pool())
     result = await servicer.search(common_pb2.SearchRequest(corpus_id=WORDS, query="settings aaqq bbqq ccqq"))
     assert result.chunks == []
 
@@ -147,10 +150,8 @@ async def test_partial_matches_fill_top_k_after_the_matches(stack: Stack, words:
     assert found[5].score > min(m.score for m in found[:5])  # ranked after them all the same
     # top_k still bounds the whole answer
     assert len(await search(stack, "config server", top_k=3)) == 3
-    strict = stack.cfg.model_copy(
-        update={"sparse": stack.cfg.sparse.model_copy(update={"any_term_fallback": False})}
-    )
-    servicer = SparseServicer(strict, await stack.resources.pool())
+    strict = stack.cfg.sparse.model_copy(update={"any_term_fallback": False})
+    servicer = SparseServicer(strict, stack.cfg.limits, await stack.resources.pool())
     result = await servicer.search(common_pb2.SearchRequest(corpus_id=WORDS, query="config server"))
     assert {c.chunk.file_path for c in result.chunks} == set(paths(full(found)))
 
@@ -169,14 +170,14 @@ async def test_filters(stack: Stack, words: list[Chunk]) -> None:
     assert paths(full(found)) == ["cfg/kebab.md"] and "relaxed" in found[0].explain[0].detail
     for m in ("phrase", "boolean"):
         found = await search(
-            stack, "parse config", overrides=mode(m), filters=common_pb2.SearchFilters(path_glob="*.txt")
+            stack, "parse config", options=mode(m), filters=common_pb2.SearchFilters(path_glob="*.txt")
         )
         assert paths(found) == [] if m == "phrase" else paths(found) == ["cfg/words.txt"]
 
 
 async def test_k1_b_overrides_change_scores(stack: Stack, words: list[Chunk]) -> None:
     base = await search(stack, "parse config")
-    flat = await search(stack, "parse config", overrides=common_pb2.SearchOverrides(bm25_k1=0.0, bm25_b=0.0))
+    flat = await search(stack, "parse config", options=sparse(bm25_k1=0.0, bm25_b=0.0))
     assert [m.score for m in base] != [m.score for m in flat]
     # k1 = 0: the score is the sum of the idfs of the matched terms, whatever tf and length
     assert len({round(m.score, 9) for m in flat}) == 1
@@ -187,18 +188,17 @@ async def test_k1_b_overrides_change_scores(stack: Stack, words: list[Chunk]) ->
 async def test_stop_words_or_punctuation_only_is_ok_and_empty(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, query: str, query_mode: str
 ) -> None:
-    assert await search(stack, query, corpus_id=SAMPLE_CORPUS, overrides=mode(query_mode)) == []
+    assert await search(stack, query, corpus_id=SAMPLE_CORPUS, options=mode(query_mode)) == []
 
 
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
         ({"query": "x" * 2001}, "maximum is 2000"),
-        ({"query": "cart", "corpus_id": "no-such-corpus"}, "unknown corpus"),
-        ({"query": "the", "corpus_id": "no-such-corpus"}, "unknown corpus"),
-        ({"query": "cart", "overrides": mode("fuzzy")}, "query_mode must be one of plain, phrase, boolean"),
-        ({"query": "cart", "overrides": common_pb2.SearchOverrides(bm25_k1=5)}, "bm25_k1 must be in 0..3"),
-        ({"query": "cart", "overrides": common_pb2.SearchOverrides(bm25_b=float("nan"))}, "bm25_b in 0..1"),
+        (
+            {"query": "cart", "options": common_pb2.SearchOptions(sparse={"query_mode": 7})},  # type: ignore[arg-type]
+            "options.sparse.query_mode: unknown value 7",
+        ),
     ],
 )
 async def test_bad_requests(
@@ -211,6 +211,14 @@ async def test_bad_requests(
         await search(stack, query, corpus_id=corpus_id, **fields)
     assert excinfo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (excinfo.value.details() or "")
+
+
+@pytest.mark.parametrize("query", ["cart", "the"])
+async def test_unknown_corpus_is_not_found(stack: Stack, query: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as excinfo:
+        await search(stack, query, corpus_id="no-such-corpus")
+    assert excinfo.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "corpus 'no-such-corpus' not found" in (excinfo.value.details() or "")
 
 
 async def test_sample_corpus_identifier_and_words(

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.conftest import SAMPLE_CORPUS, Stack
 from tribrid import telemetry
-from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2
+from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, legs_pb2
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ async def test_fused_search_is_one_connected_trace(
         attrs = dict(leg_span.attributes or {})
         assert attrs["tribrid.leg"] == leg and attrs["tribrid.corpus"] == SAMPLE_CORPUS
         assert "tribrid.timeout_ms" in attrs and "tribrid.status" in attrs and "tribrid.hits" in attrs
-        report = next(r for r in reply.legs if r.leg == common_pb2.Leg.Value(f"LEG_{leg.upper()}"))
+        report = next(r for r in reply.legs if r.leg == legs_pb2.Leg.Value(f"LEG_{leg.upper()}"))
         names = {fusion_pb2.LEG_STATUS_OK: "ok", fusion_pb2.LEG_STATUS_TIMEOUT: "timeout"}
         assert attrs["tribrid.status"] == names.get(report.status, "error")
         if leg != "graph" and report.status == fusion_pb2.LEG_STATUS_OK:  # its SQL: database spans

@@ -21,11 +21,13 @@ from services.vector.search import (
 )
 from services.vector.service import VectorServicer
 from tests.conftest import SAMPLE_CORPUS, Stack
+from tribrid.config import VectorConfig
 from tribrid.embedding import EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache, Vectors
 from tribrid.models import Chunk, stable_id
-from tribrid.search_common import RequestError, SearchParams, glob_to_regex
+from tribrid.options import RequestError
+from tribrid.search_common import SearchParams, glob_to_regex
 from tribrid.stores.postgres import create_pool
-from tribrid.v1 import common_pb2, indexer_pb2, vector_pb2_grpc
+from tribrid.v1 import common_pb2, indexer_pb2, vector_options_pb2, vector_pb2_grpc
 
 SYNTH = "synth-vec"
 N_CHUNKS = 3000
@@ -99,6 +101,11 @@ def params(corpus: str = SYNTH, top_k: int = 10, glob: str = "", langs: tuple[st
     return SearchParams(corpus, "q", top_k, glob_to_regex(glob) if glob else None, langs)
 
 
+def scan(cfg: VectorConfig, ef_search: int = 100, threshold: float = -1.0) -> VectorConfig:
+    """`cfg` with this request's scan settings."""
+    return cfg.model_copy(update={"ef_search": ef_search, "similarity_threshold": threshold})
+
+
 def brute_force(chunks: list[Chunk], vectors: Vectors, query: Vectors, keep: list[bool], k: int) -> list[str]:
     sims = vectors @ query
     order = [i for i in np.argsort(-sims, kind="stable") if keep[i]]
@@ -123,26 +130,20 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
     shared = await stack.resources.pool()
     for i in (7, 500, 2999):
         direct = await vector_search(
-            pool, stack.cfg.vector, params(), vectors[i], 100, -1.0, pool_settings=settings
+            pool, scan(stack.cfg.vector), params(), vectors[i], pool_settings=settings
         )
-        two = await vector_search(shared, stack.cfg.vector, params(), vectors[i], 100, -1.0)
+        two = await vector_search(shared, scan(stack.cfg.vector), params(), vectors[i])
         assert (direct.statements, two.statements) == (1, 2)
         assert [c.chunk.chunk_id for c in direct.chunks] == [c.chunk.chunk_id for c in two.chunks]
         assert direct.chunks[0].chunk.chunk_id == chunks[i].chunk_id
     # a filter, a small corpus or an unknown one take the two round trips, with their answers
     filtered = await vector_search(
-        pool, stack.cfg.vector, params(glob="rare/**"), vectors[3], 100, -1.0, pool_settings=settings
+        pool, scan(stack.cfg.vector), params(glob="rare/**"), vectors[3], pool_settings=settings
     )
     assert filtered.plan == "exact" and filtered.allowed == N_RARE
-    with pytest.raises(RequestError, match="unknown corpus"):
+    with pytest.raises(RequestError, match="corpus 'no-such-corpus' not found"):
         await vector_search(
-            pool,
-            stack.cfg.vector,
-            params(corpus="no-such-corpus"),
-            vectors[3],
-            100,
-            -1.0,
-            pool_settings=settings,
+            pool, scan(stack.cfg.vector), params(corpus="no-such-corpus"), vectors[3], pool_settings=settings
         )
 
 
@@ -158,7 +159,7 @@ async def test_a_search_leaves_the_pools_settings_as_they_were(
     try:
         for glob in ("rare/**", "**"):  # an exact scan; the HNSW scan of a broad filter
             result = await vector_search(
-                pool, stack.cfg.vector, params(glob=glob), vectors[3], 37, -1.0, pool_settings=settings
+                pool, scan(stack.cfg.vector, 37), params(glob=glob), vectors[3], pool_settings=settings
             )
             assert result.statements == 2 and result.chunks
             assert await pool.fetchval("SHOW hnsw.ef_search") == settings["hnsw.ef_search"] != "37"
@@ -177,7 +178,7 @@ async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[
         await conn.fetch(probe, "100", "20000", SYNTH, 2001, *probe_args)
         plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + sql, SYNTH, query, 10, *args))
     assert "Index Scan using chunks_embedding" in plan, plan
-    result = await vector_search(pool, stack.cfg.vector, params(), query, 100, -1.0)
+    result = await vector_search(pool, scan(stack.cfg.vector), params(), query)
     assert result.plan == "hnsw" and len(result.chunks) == 10
     truth = brute_force(chunks, vectors, query, [True] * len(chunks), 10)
     assert result.chunks[0].chunk.chunk_id == chunks[123].chunk_id
@@ -197,7 +198,7 @@ async def test_selective_filter_returns_exact_full_top_k(
     query = vectors[2000]  # a python chunk: the go chunks are far from it
     keep = [c.language == "go" for c in chunks]
     truth = brute_force(chunks, vectors, query, keep, 10)
-    result = await vector_search(pool, stack.cfg.vector, params(glob=glob, langs=langs), query, 40, -1.0)
+    result = await vector_search(pool, scan(stack.cfg.vector, 40), params(glob=glob, langs=langs), query)
     assert result.plan == "exact" and result.allowed == N_RARE
     assert [c.chunk.chunk_id for c in result.chunks] == truth
     by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
@@ -205,7 +206,7 @@ async def test_selective_filter_returns_exact_full_top_k(
         assert item.score == pytest.approx(float(vectors[by_id[item.chunk.chunk_id]] @ query), abs=1e-5)
     # forced through HNSW (iterative scan), the selective filter still fills top-k correctly
     hnsw_only = stack.cfg.vector.model_copy(update={"exact_scan_max_rows": 0})
-    forced = await vector_search(pool, hnsw_only, params(glob=glob, langs=langs), query, 40, -1.0)
+    forced = await vector_search(pool, scan(hnsw_only, 40), params(glob=glob, langs=langs), query)
     assert forced.plan in ("hnsw", "hnsw+exact")
     assert [c.chunk.chunk_id for c in forced.chunks] == truth
 
@@ -216,7 +217,7 @@ async def test_broad_filter_uses_hnsw_and_fills_top_k(
     _chunks, vectors = synth
     pool = await stack.resources.pool()
     result = await vector_search(
-        pool, stack.cfg.vector, params(langs=("python",), top_k=30), vectors[5], 100, -1.0
+        pool, scan(stack.cfg.vector), params(langs=("python",), top_k=30), vectors[5]
     )
     assert result.plan == "hnsw" and len(result.chunks) == 30
     assert all(c.chunk.language == "python" for c in result.chunks)
@@ -231,7 +232,7 @@ async def test_metrics_score_as_similarity(
     cfg = stack.cfg.vector.model_copy(update={"metric": metric})
     query = vectors[77]
     truth = brute_force(chunks, vectors, query, [c.file_path.startswith("pkg3/") for c in chunks], 10)
-    result = await vector_search(pool, cfg, params(glob="pkg3/**"), query, 100, -1.0)
+    result = await vector_search(pool, scan(cfg), params(glob="pkg3/**"), query)
     assert [c.chunk.chunk_id for c in result.chunks] == truth
     by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
     for item in result.chunks:  # unit vectors: every metric's similarity is the cosine
@@ -240,11 +241,17 @@ async def test_metrics_score_as_similarity(
 
 async def test_metric_must_match_index(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
     cfg = stack.cfg.model_copy(update={"vector": stack.cfg.vector.model_copy(update={"metric": "l2"})})
-    servicer = VectorServicer(cfg, await stack.resources.pool(), stack.resources.embedder())
+    servicer = VectorServicer(
+        cfg.vector, cfg.limits, await stack.resources.pool(), stack.resources.embedder(), 0
+    )
     with pytest.raises(RequestError) as excinfo:
         await servicer.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"))
     assert excinfo.value.code == grpc.StatusCode.FAILED_PRECONDITION
     assert "'cosine'" in excinfo.value.message
+
+
+def vector(**options: float) -> common_pb2.SearchOptions:
+    return common_pb2.SearchOptions(vector=vector_options_pb2.VectorOptions(**options))  # type: ignore[arg-type]
 
 
 async def search(stack: Stack, query: str, **fields: object) -> list[common_pb2.ChunkMatch]:
@@ -263,13 +270,11 @@ async def search_error(stack: Stack, query: str, **fields: object) -> grpc.aio.A
 
 async def test_threshold_and_filters(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
     query = "apply a discount to the price"
-    everything = await search(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=-1.0))
+    everything = await search(stack, query, options=vector(similarity_threshold=-1.0))
     assert len(everything) == sample_corpus.chunks_total or len(everything) == stack.cfg.vector.top_k
-    some = await search(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=0.3))
+    some = await search(stack, query, options=vector(similarity_threshold=0.3))
     assert 0 < len(some) < len(everything) and all(m.score >= 0.3 for m in some)
-    assert await search(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=0.99)) == []
-    err = await search_error(stack, query, overrides=common_pb2.SearchOverrides(similarity_threshold=1.5))
-    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "similarity_threshold" in (err.details() or "")
+    assert await search(stack, query, options=vector(similarity_threshold=0.99)) == []
     in_py = await search(stack, query, filters=common_pb2.SearchFilters(path_glob="shop/p*.py"))
     assert in_py and {m.file_path for m in in_py} <= {"shop/pricing.py", "shop/payment.py"}
     md = await search(stack, query, filters=common_pb2.SearchFilters(languages=["Markdown"]))
@@ -277,20 +282,21 @@ async def test_threshold_and_filters(stack: Stack, sample_corpus: indexer_pb2.In
     assert "plan=exact" in everything[0].explain[0].detail
 
 
-async def test_ef_search_bounds(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
+async def test_ef_search_up_to_its_configured_maximum(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
     top = stack.cfg.vector.max_ef_search
-    assert await search(stack, "cart", overrides=common_pb2.SearchOverrides(ef_search=top))
-    for bad in (0, top + 1):
-        err = await search_error(stack, "cart", overrides=common_pb2.SearchOverrides(ef_search=bad))
-        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert f"ef_search must be between 1 and {top}" in (err.details() or "")
+    assert await search(stack, "cart", options=vector(ef_search=top))
+    err = await search_error(stack, "cart", options=vector(ef_search=top + 1))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert f"ef_search ({top + 1}) must not exceed max_ef_search ({top})" in (err.details() or "")
 
 
 async def test_bad_input(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
-    too_long = "x" * (stack.cfg.fusion.max_query_chars + 1)
+    too_long = "x" * (stack.cfg.limits.max_query_chars + 1)
     assert (await search_error(stack, too_long)).code() == grpc.StatusCode.INVALID_ARGUMENT
     err = await search_error(stack, "cart", corpus_id="no-such-corpus")
-    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "unknown corpus" in (err.details() or "")
+    assert err.code() == grpc.StatusCode.NOT_FOUND and "not found" in (err.details() or "")
 
 
 class CountingEmbedder:
@@ -355,7 +361,9 @@ async def test_full_queue_is_resource_exhausted(
         update={"query_batch_max": 1, "query_queue_size": 1, "query_batch_wait_ms": 0}
     )
     cfg = stack.cfg.model_copy(update={"vector": vcfg})
-    servicer = VectorServicer(cfg, await stack.resources.pool(), CountingEmbedder(delay=0.2))
+    servicer = VectorServicer(
+        cfg.vector, cfg.limits, await stack.resources.pool(), CountingEmbedder(delay=0.2), 0
+    )
     results = await asyncio.gather(
         *(
             servicer.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query=f"q{i}"))

@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from tribrid.legs import LEG_NAMES
 
 EntityType = Literal["function", "class", "module", "variable", "import"]
 RelationshipType = Literal["calls", "imports", "inherits", "contains", "references"]
@@ -26,6 +36,9 @@ ENTITY_TYPES: tuple[EntityType, ...] = ("function", "class", "module", "variable
 RELATIONSHIP_TYPES: tuple[RelationshipType, ...] = ("calls", "imports", "inherits", "contains", "references")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Bounds that hold wherever the value is set: config file, environment or request options.
+Hops = Annotated[int, Field(ge=1, le=5)]
 
 
 class _Section(BaseModel):
@@ -90,6 +103,8 @@ class EmbeddingConfig(_Section):
 
 
 class VectorConfig(_Section):
+    """The vector leg's section; `VectorOptions` fields of a request are validated against it."""
+
     # Must match the operator class of the `chunks_embedding` HNSW index (checked at search time).
     metric: Literal["cosine", "l2", "inner_product"] = "cosine"
     hnsw_m: int = Field(16, ge=2, le=100)
@@ -119,10 +134,11 @@ class VectorConfig(_Section):
 
 
 SparseQueryMode = Literal["plain", "phrase", "boolean"]
-SPARSE_QUERY_MODES: tuple[SparseQueryMode, ...] = ("plain", "phrase", "boolean")
 
 
 class SparseConfig(_Section):
+    """The sparse leg's section; `SparseOptions` fields of a request are validated against it."""
+
     bm25_k1: float = Field(1.2, ge=0.0, le=3.0)
     bm25_b: float = Field(0.4, ge=0.0, le=1.0)
     top_k: int = Field(30, ge=1, le=1000)
@@ -136,15 +152,27 @@ class SparseConfig(_Section):
     any_term_fallback: bool = True
 
 
+QueryDirection = Literal["auto", "both", "callers", "callees"]
+
+
 class GraphSearchConfig(_Section):
-    max_hops: int = Field(2, ge=1, le=5)
+    """The graph leg's section; `GraphOptions` fields of a request are validated against it."""
+
+    max_hops: Hops = 2
     top_k: int = Field(30, ge=1, le=1000)
     entity_types: list[EntityType] = Field(default_factory=lambda: list(ENTITY_TYPES))
     relationship_types: list[RelationshipType] = Field(default_factory=lambda: list(RELATIONSHIP_TYPES))
     # Score of an entity reached at hop distance d is hop_decay[d] (0 = the seed itself).
     hop_decay: list[float] = Field(default_factory=lambda: [1.0, 0.8, 0.6, 0.4, 0.3, 0.2])
     max_seeds: int = Field(20, ge=1, le=1000)
-    max_expansion: int = Field(500, ge=1, le=100_000)
+    # A traversal stops after reaching this many entities.
+    max_visited: int = Field(500, ge=1, le=100_000)
+    # Which way a search walks from its seeds; "auto" reads it from the question.
+    direction: QueryDirection = "auto"
+    # PathBetween: the longest path looked for.
+    max_path_hops: int = Field(4, ge=1, le=4)
+    # Neighbors: the most entities one call returns.
+    max_neighbors: int = Field(1000, ge=1, le=100_000)
     # At most this many neighbours per node per hop (the first by entity id): a dense node can't
     # explode a traversal.
     max_fanout: int = Field(50, ge=1, le=100_000)
@@ -177,56 +205,71 @@ class GraphSearchConfig(_Section):
         return self
 
 
-class LegWeights(_Section):
-    """Leg weights for one kind of query (normalized to sum 1 when used)."""
+_V = TypeVar("_V")
 
-    vector: float = Field(ge=0.0, le=1000.0)
-    sparse: float = Field(ge=0.0, le=1000.0)
-    graph: float = Field(ge=0.0, le=1000.0)
 
-    @model_validator(mode="after")
-    def _some_weight(self) -> LegWeights:
-        if self.vector + self.sparse + self.graph <= 0:
-            raise ValueError("vector + sparse + graph must be > 0")
-        return self
+def _known_legs(value: dict[str, _V]) -> dict[str, _V]:
+    unknown = sorted(set(value) - set(LEG_NAMES))
+    if unknown:
+        raise ValueError(f"unknown legs {unknown}; the legs are {', '.join(LEG_NAMES)}")
+    return value
+
+
+# Weights by leg name; only their ratios matter (normalized where they are used).
+LegWeights = Annotated[dict[str, Annotated[float, Field(ge=0.0, le=1000.0)]], AfterValidator(_known_legs)]
+
+
+class LegFusion(_Section):
+    """One leg's switch and weight in the gateway."""
+
+    enabled: bool = True
+    weight: float = Field(1.0, ge=0.0, le=1000.0)
 
 
 QueryKindName = Literal["structural", "identifier", "natural", "mixed"]
 
 
-def _default_kind_weights() -> dict[QueryKindName, LegWeights]:
+def _default_legs() -> dict[str, LegFusion]:
+    return {
+        "vector": LegFusion(weight=0.4),
+        "sparse": LegFusion(weight=0.3),
+        "graph": LegFusion(weight=0.3),
+    }
+
+
+def _default_kind_weights() -> dict[QueryKindName, dict[str, float]]:
     # Each leg is the best tool for one kind of question; in RRF the others still fill in where
     # it has nothing (an identifier that names no entity leaves the graph list empty). The graph
     # for structure ("who calls X") and for names (exact entity-name seeds), dense vectors for
     # prose, where the graph has only fuzzy word matches to go on; prose naming code ("mixed")
     # leans on vectors, with the names still worth a fair share. A kind left out of this map
-    # uses the configured vector/sparse/graph weights.
+    # uses the weights of `legs`.
     return {
-        "structural": LegWeights(vector=0.05, sparse=0.1, graph=0.85),
-        "identifier": LegWeights(vector=0.1, sparse=0.1, graph=0.8),
-        "natural": LegWeights(vector=0.75, sparse=0.2, graph=0.05),
-        "mixed": LegWeights(vector=0.6, sparse=0.2, graph=0.2),
+        "structural": {"vector": 0.05, "sparse": 0.1, "graph": 0.85},
+        "identifier": {"vector": 0.1, "sparse": 0.1, "graph": 0.8},
+        "natural": {"vector": 0.75, "sparse": 0.2, "graph": 0.05},
+        "mixed": {"vector": 0.6, "sparse": 0.2, "graph": 0.2},
     }
 
 
 class FusionConfig(_Section):
+    """The gateway's section; `FusionOptions` fields of a request are validated against it."""
+
+    legs: Annotated[dict[str, LegFusion], AfterValidator(_known_legs)] = Field(default_factory=_default_legs)
     method: Literal["rrf", "weighted"] = "rrf"
     rrf_k: float = Field(60.0, gt=0, le=10_000)
-    vector_weight: float = Field(0.4, ge=0.0, le=1000.0)
-    sparse_weight: float = Field(0.3, ge=0.0, le=1000.0)
-    graph_weight: float = Field(0.3, ge=0.0, le=1000.0)
     normalization: Literal["min_max", "z_score", "none"] = "min_max"
     # Weigh the legs by what kind of question the query is (tribrid.query_kind): the profile
-    # of its kind, else the weights above. A request that sets any leg weight, or
-    # adaptive_weights=false, uses the weights above (or its own) instead.
+    # of its kind, else the weights of `legs`. A request that sets any leg weight, or
+    # adaptive_weights=false, uses the weights of `legs` (with its own) instead.
     adaptive_weights: bool = True
     query_kind_weights: dict[QueryKindName, LegWeights] = Field(default_factory=_default_kind_weights)
     leg_timeout_ms: int = Field(2000, ge=1, le=600_000)
     merge_reserve_ms: int = Field(10, ge=0, le=10_000)
     default_deadline_ms: int = Field(5000, ge=1, le=600_000)
     final_k: int = Field(10, ge=1, le=1000)
-    max_top_k: int = Field(100, ge=1, le=10_000)
-    max_query_chars: int = Field(2000, ge=1, le=1_000_000)
+    # Candidates asked of each leg (at least the request's top_k): fusion works on their union.
+    candidates_per_leg: int = Field(30, ge=1, le=10_000)
     # At most this many fused matches from one file (0 = no cap).
     max_chunks_per_file: int = Field(0, ge=0, le=1000)
     # Graph-expansion stage after fusion: neighbours of the top fused chunks via GraphSearch/ExpandContext.
@@ -235,19 +278,32 @@ class FusionConfig(_Section):
     # Expanded chunks score below the Nth fused score: discount x that score x their relative graph score.
     expansion_discount: float = Field(0.5, gt=0.0, lt=1.0)
     expansion_max_chunks: int = Field(5, ge=1, le=100)
-    expansion_max_hops: int = Field(1, ge=1, le=5)
+    expansion_max_hops: Hops = 1
     # The stage's own deadline; it is skipped when less than this remains of the caller's deadline.
     expansion_timeout_ms: int = Field(300, ge=1, le=600_000)
 
     @model_validator(mode="after")
-    def _normalize_weights(self) -> FusionConfig:
-        total = self.vector_weight + self.sparse_weight + self.graph_weight
-        if total <= 0:
-            raise ValueError("vector_weight + sparse_weight + graph_weight must be > 0")
-        self.vector_weight /= total
-        self.sparse_weight /= total
-        self.graph_weight /= total
+    def _some_leg_weighs(self) -> FusionConfig:
+        enabled = [name for name in LEG_NAMES if self.legs.get(name, LegFusion()).enabled]
+        if not enabled:
+            raise ValueError(f"every leg is disabled: enable at least one of {', '.join(LEG_NAMES)}")
+        if sum(self.leg(name).weight for name in enabled) <= 0:
+            raise ValueError(f"the enabled legs' weights ({', '.join(enabled)}) sum to 0")
+        for kind, weights in self.query_kind_weights.items():
+            if sum(weights.values()) <= 0:
+                raise ValueError(f"query_kind_weights.{kind}: the weights sum to 0")
         return self
+
+    def leg(self, name: str) -> LegFusion:
+        """A leg's setting; a leg the config leaves out is enabled with weight 1."""
+        return self.legs.get(name) or LegFusion()
+
+
+class LimitsConfig(_Section):
+    """Request limits every service enforces the same way."""
+
+    max_top_k: int = Field(100, ge=1, le=10_000)
+    max_query_chars: int = Field(2000, ge=1, le=1_000_000)
 
 
 class ServicesConfig(_Section):
@@ -268,7 +324,10 @@ class ServicesConfig(_Section):
     bridge_address: str = ""
     shutdown_grace_s: float = Field(5.0, ge=0)
 
-    def address(self, name: Literal["fusion", "vector", "sparse", "graph", "indexer", "bridge"]) -> str:
+    def address(self, name: str) -> str:
+        """Where clients find service `name` (a leg's name, "fusion", "indexer" or "bridge")."""
+        if f"{name}_port" not in type(self).model_fields:
+            raise ValueError(f"no service {name!r} in the services config")
         explicit: str = getattr(self, f"{name}_address")
         if explicit:
             return explicit
@@ -328,6 +387,7 @@ class TriBridConfig(BaseSettings):
     sparse: SparseConfig = SparseConfig()
     graph: GraphSearchConfig = GraphSearchConfig()
     fusion: FusionConfig = FusionConfig()
+    limits: LimitsConfig = LimitsConfig()
     services: ServicesConfig = ServicesConfig()
     indexer: IndexerConfig = IndexerConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
@@ -349,17 +409,23 @@ class ConfigError(Exception):
     """Raised with a readable message when the configuration is invalid."""
 
 
-def _describe(error: ValidationError) -> str:
-    lines = ["invalid TriBridRAG configuration:"]
+def describe_errors(error: ValidationError, prefix: str = "") -> list[str]:
+    """One line per invalid field: its dotted path under `prefix`, what is wrong, the value, the bounds."""
+    lines = []
     for err in error.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(root)"
+        field = ".".join(filter(None, [prefix, *(str(p) for p in err["loc"])])) or "(root)"
         ctx = err.get("ctx") or {}
         bounds = ", ".join(
             f"{k}={v}" for k, v in ctx.items() if k in ("ge", "gt", "le", "lt", "expected", "pattern")
         )
         allowed = f" (allowed: {bounds})" if bounds else ""
-        lines.append(f"  {field}: {err['msg']}; got {err.get('input')!r}{allowed}")
-    return "\n".join(lines)
+        message = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{field}: {message}; got {err.get('input')!r}{allowed}")
+    return lines
+
+
+def _describe(error: ValidationError) -> str:
+    return "\n".join(["invalid TriBridRAG configuration:", *(f"  {line}" for line in describe_errors(error))])
 
 
 def load_config(**overrides: object) -> TriBridConfig:

@@ -5,39 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
-import grpc
-from google.protobuf.message import Message
+import asyncpg
 
-from tribrid.stores.postgres import ChunkRow
-from tribrid.v1 import common_pb2
+from tribrid.config import LimitsConfig
+from tribrid.options import invalid
+from tribrid.stores.postgres import ChunkRow, fetch_contents
+from tribrid.v1 import common_pb2, legs_pb2
 
 CORPUS_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-class RequestError(Exception):
-    """A request the caller must fix; carries the gRPC status code to answer with."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-T = TypeVar("T")
-
-
-def override(overrides: Message, name: str, default: T) -> T:
-    """The request's value of an `optional` override field if set, else the configured default."""
-    if overrides.HasField(name):
-        value: T = getattr(overrides, name)
-        return value
-    return default
-
-
-def invalid(message: str) -> RequestError:
-    return RequestError(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
 def validate_corpus_id(corpus_id: str) -> str:
@@ -56,9 +32,10 @@ class SearchParams:
 
 
 def validate_search(
-    request: common_pb2.SearchRequest, default_top_k: int, max_top_k: int, max_query_chars: int
+    request: common_pb2.SearchRequest, default_top_k: int, limits: LimitsConfig
 ) -> SearchParams:
     """Check a request's common fields; raise RequestError(INVALID_ARGUMENT) naming what is wrong."""
+    max_top_k, max_query_chars = limits.max_top_k, limits.max_query_chars
     validate_corpus_id(request.corpus_id)
     query = request.query.strip()
     if not query:
@@ -139,10 +116,11 @@ class ScoredChunk:
 
 def to_matches(
     scored: list[ScoredChunk],
-    leg: common_pb2.Leg.ValueType,
+    leg: legs_pb2.Leg.ValueType,
     graph_provenance: Mapping[str, common_pb2.GraphProvenance] | None = None,
 ) -> list[common_pb2.ChunkMatch]:
-    """ChunkMatch messages in rank order, each explaining its rank and raw score in this leg.
+    """ChunkMatch messages in rank order, each explaining its rank and raw score in this leg; no
+    content (`fill_content` adds it where a caller asks).
 
     graph_provenance (graph leg): chunk id -> how the graph reached it, put in LegExplain.graph.
     """
@@ -158,7 +136,6 @@ def to_matches(
                 start_line=c.start_line,
                 end_line=c.end_line,
                 language=c.language,
-                content=c.content,
                 score=item.score,
                 leg=leg,
                 symbol=c.symbol,
@@ -173,5 +150,11 @@ def to_matches(
     return matches
 
 
-async def abort_on_error(context: grpc.aio.ServicerContext, error: RequestError) -> None:
-    await context.abort(error.code, error.message)
+async def fill_content(pool: asyncpg.Pool, corpus_id: str, matches: list[common_pb2.ChunkMatch]) -> None:
+    """Set each match's content with one query by id in the corpus's committed generation. A match
+    whose chunk a commit removed since it was found keeps no content and is dropped."""
+    contents = await fetch_contents(pool, corpus_id, [m.chunk_id for m in matches])
+    kept = [m for m in matches if m.chunk_id in contents]
+    for match in kept:
+        match.content = contents[match.chunk_id]
+    matches[:] = kept

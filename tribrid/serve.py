@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 import logging
 from collections.abc import Mapping
 from typing import Literal
@@ -78,30 +78,11 @@ class Resources:
 
 
 async def build_spec(name: ServiceName, res: Resources) -> ServiceSpec:
-    # Imported here so a process only loads the services it hosts.
-    if name == "vector":
-        from services.vector.search import session_settings
-        from services.vector.service import service_spec as vector_spec
-
-        settings = session_settings(res.cfg.vector)
-        pool = await res.pool(settings, search=True)
-        return vector_spec(res.cfg, pool, await asyncio.to_thread(res.embedder), settings)
-    if name == "sparse":
-        from services.sparse.bm25 import SESSION_SETTINGS
-        from services.sparse.service import service_spec as sparse_spec
-
-        return sparse_spec(res.cfg, await res.pool(SESSION_SETTINGS, search=True))
-    if name == "graph":
-        from services.graph.service import service_spec as graph_spec
-
-        return graph_spec(res.cfg, await res.pool(search=True), res.graph())
-    if name == "indexer":
-        from services.indexer.service import service_spec as indexer_spec
-
-        return indexer_spec(res.cfg, await res.pool(), res.graph(), await asyncio.to_thread(res.embedder))
-    from services.fusion.service import service_spec as fusion_spec
-
-    return fusion_spec(res.cfg)
+    """The service's own `build` (services/<name>/service.py), imported here so that a process
+    loads only the services it hosts."""
+    module = importlib.import_module(f"services.{name}.service")
+    spec: ServiceSpec = await module.build(res)
+    return spec
 
 
 async def start_services(
@@ -121,17 +102,11 @@ async def start_services(
 
 
 async def start_bridge(cfg: TriBridConfig, running: dict[ServiceName, RunningServer]) -> Stoppable:
-    """The HTTP/JSON bridge, pointed at the gateway and indexer (those started here, or configured)."""
+    """The HTTP/JSON bridge, pointed at the services started here, or else the configured ones."""
     from services.bridge.service import start_bridge as start_http_bridge
 
     cfg = _with_leg_addresses(cfg, running)
-    return await start_http_bridge(
-        cfg,
-        cfg.services.bind_host,
-        cfg.services.bridge_port,
-        cfg.services.address("fusion"),
-        cfg.services.address("indexer"),
-    )
+    return await start_http_bridge(cfg, cfg.services.bind_host, cfg.services.bridge_port)
 
 
 def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningServer]) -> TriBridConfig:

@@ -6,15 +6,18 @@ import asyncio
 import gc
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from pydantic import ValidationError
 
 from tribrid import telemetry
+from tribrid.config import describe_errors
+from tribrid.options import RequestError
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +47,57 @@ class RunningServer:
                 await spec.on_stop()
 
 
+async def _answer(context: grpc.aio.ServicerContext, error: Exception) -> None:
+    if isinstance(error, RequestError):
+        await context.abort(error.code, error.message)
+    assert isinstance(error, ValidationError)
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "; ".join(describe_errors(error)))
+
+
+class RequestErrors(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Answers what a caller must fix, raised anywhere in an RPC, with its status and message:
+    `RequestError` with its own code, a pydantic `ValidationError` as INVALID_ARGUMENT naming
+    the field and the allowed range. Servicers raise; none of them catches to abort."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def answer_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    return await unary(request, context)
+                except (RequestError, ValidationError) as err:
+                    await _answer(context, err)
+
+            return grpc.unary_unary_rpc_method_handler(
+                answer_unary, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            async def answer_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                try:
+                    async for item in stream(request, context):
+                        yield item
+                except (RequestError, ValidationError) as err:
+                    await _answer(context, err)
+
+            return grpc.unary_stream_rpc_method_handler(
+                answer_stream, handler.request_deserializer, handler.response_serializer
+            )
+        return handler
+
+
 async def start_server(specs: Sequence[ServiceSpec], host: str, port: int) -> RunningServer:
     """Start a grpc.aio server hosting `specs` plus health and reflection; port 0 picks a free one."""
-    server = grpc.aio.server(interceptors=telemetry.server_interceptors())
+    server = grpc.aio.server(interceptors=[*telemetry.server_interceptors(), RequestErrors()])
     for spec in specs:
         spec.register(server)
     health_servicer = health.aio.HealthServicer()

@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 import grpc
+from google.protobuf import descriptor_pool
 
 from services.fusion.fuse import (
     Fused,
-    Normalization,
     Ranked,
     cap_per_file,
     normalize_weights,
@@ -22,22 +22,22 @@ from services.fusion.fuse import (
     weighted,
 )
 from tribrid import telemetry
-from tribrid.config import TriBridConfig
+from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
+from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
+from tribrid.options import RequestError, invalid, merge_options, option_values
 from tribrid.query_kind import classify_query
-from tribrid.search_common import RequestError, invalid, override, validate_search
-from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, graph_pb2_grpc, sparse_pb2_grpc, vector_pb2_grpc
+from tribrid.search_common import fill_content, validate_search
+from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, legs_pb2
 
-LEGS: dict[str, common_pb2.Leg.ValueType] = {
-    "vector": common_pb2.LEG_VECTOR,
-    "sparse": common_pb2.LEG_SPARSE,
-    "graph": common_pb2.LEG_GRAPH,
-}
-_SERVICE_NAMES = {"vector": "VectorSearch", "sparse": "SparseSearch", "graph": "GraphSearch"}
-_STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
-    "vector": vector_pb2_grpc.VectorSearchStub,
-    "sparse": sparse_pb2_grpc.SparseSearchStub,
-    "graph": graph_pb2_grpc.GraphSearchStub,
-}
+# The RPC the expansion stage calls, on the leg whose service offers it.
+EXPAND_METHOD = "ExpandContext"
+_missing = [leg.name for leg in LEGS if leg.name not in common_pb2.SearchOptions.DESCRIPTOR.fields_by_name]
+assert not _missing, f"SearchOptions has no field for the legs {_missing}"
+
+
+def _offers(leg: LegInfo, method: str) -> bool:
+    service = descriptor_pool.Default().FindServiceByName(leg.service)
+    return method in service.methods_by_name
 
 
 def channel_options(service: str) -> list[tuple[str, Any]]:
@@ -47,7 +47,7 @@ def channel_options(service: str) -> list[tuple[str, Any]]:
         "loadBalancingConfig": [{"round_robin": {}}],
         "methodConfig": [
             {
-                "name": [{"service": f"tribrid.v1.{service}"}],
+                "name": [{"service": service}],
                 "retryPolicy": {
                     "maxAttempts": 3,
                     "initialBackoff": "0.01s",
@@ -109,16 +109,33 @@ def _record(leg_span: Any, outcome: LegOutcome) -> None:
 
 
 class LegClient:
-    """One long-lived channel to one leg service."""
+    """One long-lived channel to one leg service: its `Search`, and `ExpandContext` if it has one."""
 
-    def __init__(self, leg: str, address: str) -> None:
-        self.leg = leg
+    def __init__(self, leg: LegInfo, address: str) -> None:
+        self.leg = leg.name
         self.channel = grpc.aio.insecure_channel(
             address,
-            options=channel_options(_SERVICE_NAMES[leg]),
+            options=channel_options(leg.service),
             interceptors=telemetry.client_interceptors(),
         )
-        self._stub = _STUBS[leg](self.channel)
+        self._search = self.channel.unary_unary(
+            f"/{leg.service}/Search",
+            request_serializer=common_pb2.SearchRequest.SerializeToString,
+            response_deserializer=common_pb2.SearchResponse.FromString,
+        )
+        self._expand = (
+            self.channel.unary_unary(
+                f"/{leg.service}/{EXPAND_METHOD}",
+                request_serializer=graph_pb2.ExpandContextRequest.SerializeToString,
+                response_deserializer=common_pb2.SearchResponse.FromString,
+            )
+            if _offers(leg, EXPAND_METHOD)
+            else None
+        )
+
+    @property
+    def expands(self) -> bool:
+        return self._expand is not None
 
     async def search(self, request: common_pb2.SearchRequest, budget_s: float) -> LegOutcome:
         outcome = LegOutcome(self.leg, fusion_pb2.LEG_STATUS_OK, budget_ms=budget_s * 1000)
@@ -127,7 +144,7 @@ class LegClient:
         ) as leg_span:
             started = time.perf_counter()
             try:
-                response = await self._stub.Search(request, timeout=budget_s)
+                response = await self._search(request, timeout=budget_s)
                 outcome.matches = list(response.matches)
             except grpc.aio.AioRpcError as err:
                 _failed(outcome, err)
@@ -136,15 +153,15 @@ class LegClient:
         return outcome
 
     async def expand(self, request: graph_pb2.ExpandContextRequest, budget_s: float) -> LegOutcome:
-        """GraphSearch/ExpandContext (graph leg's channel only)."""
+        """The leg's ExpandContext (only for a leg that `expands`)."""
+        assert self._expand is not None
         outcome = LegOutcome("expansion", fusion_pb2.LEG_STATUS_OK, budget_ms=budget_s * 1000)
         with telemetry.span(
             "leg.expansion", leg="expansion", corpus=request.corpus_id, timeout_ms=budget_s * 1000
         ) as leg_span:
             started = time.perf_counter()
             try:
-                stub = graph_pb2_grpc.GraphSearchStub(self.channel)
-                response = await stub.ExpandContext(request, timeout=budget_s)
+                response = await self._expand(request, timeout=budget_s)
                 outcome.matches = list(response.matches)
             except grpc.aio.AioRpcError as err:
                 _failed(outcome, err)
@@ -158,74 +175,54 @@ class LegClient:
 
 @dataclass(frozen=True, slots=True)
 class FusionPlan:
-    """The request's settings after applying overrides to the configured defaults."""
+    """One request's settings: the fusion section with its options, and the legs' weights."""
 
+    cfg: FusionConfig
     enabled: dict[str, bool]
+    # Normalized over the enabled legs; 0 for the others.
     weights: dict[str, float]
-    method: str
-    normalization: Normalization
-    rrf_k: float
-    leg_timeout_s: float
-    max_chunks_per_file: int = 0
-    enable_expansion: bool = False
-    expansion_top_n: int = 5
     query_kind: str = "mixed"
 
 
-def plan(cfg: TriBridConfig, request: common_pb2.SearchRequest) -> FusionPlan:
-    ov, fcfg = request.overrides, cfg.fusion
-    enabled = {leg: override(ov, f"enable_{leg}", True) for leg in LEGS}
-    weights = {leg: override(ov, f"{leg}_weight", float(getattr(fcfg, f"{leg}_weight"))) for leg in LEGS}
+def plan(cfg: FusionConfig, request: common_pb2.SearchRequest) -> FusionPlan:
+    values = option_values(request.options.fusion, "options.fusion")
+    fcfg = merge_options(cfg, values, "options.fusion")
+    enabled = {leg: fcfg.leg(leg).enabled for leg in LEG_NAMES}
+    weights = {leg: fcfg.leg(leg).weight for leg in LEG_NAMES}
     kind = classify_query(request.query)
-    weights_set = any(ov.HasField(name) for name in ("vector_weight", "sparse_weight", "graph_weight"))
-    if override(ov, "adaptive_weights", fcfg.adaptive_weights) and not weights_set:
+    weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
+    if fcfg.adaptive_weights and not weights_set:
         profile = fcfg.query_kind_weights.get(kind)
         if profile is not None:
-            weights = {leg: float(getattr(profile, leg)) for leg in LEGS}
-    if any(w < 0 for w in weights.values()):
-        raise invalid(f"leg weights must be >= 0, got {weights}")
-    if not any(enabled.values()):
-        raise invalid("every leg is disabled: enable at least one of vector, sparse, graph")
-    if sum(w for leg, w in weights.items() if enabled[leg]) <= 0:
-        raise invalid("the enabled legs' weights sum to 0")
-    method = override(ov, "fusion_method", str(fcfg.method))
-    if method not in ("rrf", "weighted"):
-        raise invalid(f"fusion_method must be 'rrf' or 'weighted', got {method!r}")
-    normalization = override(ov, "normalization", str(fcfg.normalization))
-    if normalization not in ("min_max", "z_score", "none"):
-        raise invalid(f"normalization must be 'min_max', 'z_score' or 'none', got {normalization!r}")
-    rrf_k = override(ov, "rrf_k", fcfg.rrf_k)
-    if rrf_k <= 0:
-        raise invalid(f"rrf_k must be > 0, got {rrf_k}")
-    timeout_ms = override(ov, "leg_timeout_ms", fcfg.leg_timeout_ms)
-    if timeout_ms <= 0:
-        raise invalid("leg_timeout_ms must be > 0")
-    expansion_top_n = override(ov, "expansion_top_n", fcfg.expansion_top_n)
-    if expansion_top_n < 1:
-        raise invalid("expansion_top_n must be >= 1")
+            weights = {leg: profile.get(leg, 0.0) for leg in LEG_NAMES}
+    on = [leg for leg in LEG_NAMES if enabled[leg]]
+    if sum(weights[leg] for leg in on) <= 0:
+        raise invalid(f"options.fusion.legs: the enabled legs' weights ({', '.join(on)}) sum to 0")
     return FusionPlan(
+        fcfg,
         enabled,
-        normalize_weights({leg: w for leg, w in weights.items() if enabled[leg]})
-        | {leg: 0.0 for leg in LEGS if not enabled[leg]},
-        method,
-        normalization,  # type: ignore[arg-type]
-        rrf_k,
-        timeout_ms / 1000,
-        max_chunks_per_file=override(ov, "max_chunks_per_file", fcfg.max_chunks_per_file),
-        enable_expansion=override(ov, "enable_expansion", fcfg.enable_expansion),
-        expansion_top_n=expansion_top_n,
+        normalize_weights({leg: weights[leg] for leg in on})
+        | {leg: 0.0 for leg in LEG_NAMES if leg not in on},
         query_kind=kind,
     )
 
 
 class Gateway:
-    def __init__(self, cfg: TriBridConfig, legs: dict[str, LegClient]) -> None:
+    def __init__(
+        self, cfg: FusionConfig, limits: LimitsConfig, legs: dict[str, LegClient], pool: asyncpg.Pool
+    ) -> None:
+        """`pool`: where the final matches' content is read, once per request."""
         self._cfg = cfg
+        self._limits = limits
         self._legs = legs
+        self._pool = pool
+        self._expander = next((client for client in legs.values() if client.expands), None)
 
     @classmethod
-    def connect(cls, cfg: TriBridConfig) -> Gateway:
-        return cls(cfg, {leg: LegClient(leg, cfg.services.address(leg)) for leg in LEGS})  # type: ignore[arg-type]
+    def connect(
+        cls, cfg: FusionConfig, limits: LimitsConfig, services: ServicesConfig, pool: asyncpg.Pool
+    ) -> Gateway:
+        return cls(cfg, limits, {leg.name: LegClient(leg, services.address(leg.name)) for leg in LEGS}, pool)
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._legs.values()))
@@ -252,30 +249,26 @@ class Gateway:
     async def _search(
         self, request: common_pb2.SearchRequest, remaining_s: float | None, started: float
     ) -> fusion_pb2.FusionSearchResponse:
-        fcfg = self._cfg.fusion
-        params = validate_search(request, fcfg.final_k, fcfg.max_top_k, fcfg.max_query_chars)
         fusion_plan = plan(self._cfg, request)
-        budget_s = fusion_plan.leg_timeout_s
+        fcfg = fusion_plan.cfg
+        params = validate_search(request, fcfg.final_k, self._limits)
+        budget_s = fcfg.leg_timeout_ms / 1000
         if remaining_s is not None:
             budget_s = min(budget_s, remaining_s - fcfg.merge_reserve_ms / 1000)
             if budget_s <= 0:
                 raise RequestError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline too short to query any leg")
-        leg_request = common_pb2.SearchRequest()
-        leg_request.CopyFrom(request)
+        enabled = [leg for leg in LEG_NAMES if fusion_plan.enabled[leg]]
         # Legs return more candidates than the fused answer needs: fusion works on their union.
-        leg_request.top_k = max(
-            params.top_k, self._cfg.vector.top_k, self._cfg.sparse.top_k, self._cfg.graph.top_k
+        top_k = min(max(params.top_k, fcfg.candidates_per_leg), self._limits.max_top_k)
+        outcomes = await asyncio.gather(
+            *(self._legs[leg].search(_leg_request(request, leg, top_k), budget_s) for leg in enabled)
         )
-        leg_request.top_k = min(leg_request.top_k, fcfg.max_top_k)
-
-        enabled = [leg for leg in LEGS if fusion_plan.enabled[leg]]
-        outcomes = await asyncio.gather(*(self._legs[leg].search(leg_request, budget_s) for leg in enabled))
         by_leg = {o.leg: o for o in outcomes}
         for outcome in outcomes:
-            if outcome.code == grpc.StatusCode.INVALID_ARGUMENT:  # the request is bad, not the leg
-                raise invalid(outcome.error.split(": ", 1)[-1])
+            if outcome.code in _CALLER_ERRORS:  # the request is bad, not the leg
+                raise RequestError(outcome.code, outcome.error.split(": ", 1)[-1])
         answered = {o.leg: o for o in outcomes if o.status == fusion_pb2.LEG_STATUS_OK}
-        reports = [self._report(leg, by_leg.get(leg)) for leg in LEGS]
+        reports = [self._report(leg, by_leg.get(leg)) for leg in LEG_NAMES]
         if not answered:
             reasons = "; ".join(f"{o.leg}: {o.error}" for o in outcomes)
             raise RequestError(grpc.StatusCode.UNAVAILABLE, f"no leg answered ({reasons})")
@@ -283,22 +276,23 @@ class Gateway:
         merge_started = time.perf_counter()
         first_seen = _first_seen(answered)
         fused = self._fuse(fusion_plan, answered)
-        fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fusion_plan.max_chunks_per_file)
+        fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
         matches = self._to_matches(fused[: params.top_k], answered, first_seen)
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
 
-        if fusion_plan.enable_expansion:
+        if fcfg.enable_expansion:
             elapsed_s = time.perf_counter() - started
             left_s = None if remaining_s is None else remaining_s - elapsed_s
-            report, extra = await self._expand(request, fusion_plan, matches, left_s)
+            report, extra = await self._expand(request, fcfg, matches, left_s)
             reports.append(report)
-            matches = _merge_expanded(matches, extra, fusion_plan.max_chunks_per_file)
+            matches = _merge_expanded(matches, extra, fcfg.max_chunks_per_file)
+        await fill_content(self._pool, request.corpus_id, matches)
         return fusion_pb2.FusionSearchResponse(
             matches=matches,
             legs=reports,
             partial=len(answered) < len(enabled),
             took_ms=(time.perf_counter() - started) * 1000,
-            fusion_method=fusion_plan.method,
+            fusion_method=fcfg.method,
             query_kind=fusion_plan.query_kind,
             weights=fusion_plan.weights,
         )
@@ -306,15 +300,14 @@ class Gateway:
     async def _expand(
         self,
         request: common_pb2.SearchRequest,
-        fusion_plan: FusionPlan,
+        fcfg: FusionConfig,
         matches: list[common_pb2.ChunkMatch],
         left_s: float | None,
     ) -> tuple[fusion_pb2.LegReport, list[common_pb2.ChunkMatch]]:
         """Graph expansion: neighbours of the top N fused chunks, scored below the Nth fused score."""
-        fcfg = self._cfg.fusion
         budget_s = fcfg.expansion_timeout_ms / 1000
-        report = fusion_pb2.LegReport(leg=common_pb2.LEG_EXPANSION, budget_ms=budget_s * 1000)
-        top = matches[: fusion_plan.expansion_top_n]
+        report = fusion_pb2.LegReport(leg=legs_pb2.LEG_EXPANSION, budget_ms=budget_s * 1000)
+        top = matches[: fcfg.expansion_top_n]
         if not top:
             report.status = fusion_pb2.LEG_STATUS_OK
             return report, []
@@ -326,9 +319,9 @@ class Gateway:
             )
             telemetry.METRICS.leg_requests.labels("expansion", "skipped").inc()
             return report, []
-        if "graph" not in self._legs:
+        if self._expander is None:
             report.status = fusion_pb2.LEG_STATUS_ERROR
-            report.error = "no graph service configured"
+            report.error = f"no leg service offers {EXPAND_METHOD}"
             return report, []
         expand_request = graph_pb2.ExpandContextRequest(
             corpus_id=request.corpus_id,
@@ -336,7 +329,7 @@ class Gateway:
             max_hops=fcfg.expansion_max_hops,
             top_k=fcfg.expansion_max_chunks + len(matches),
         )
-        outcome = await self._legs["graph"].expand(expand_request, budget_s)
+        outcome = await self._expander.expand(expand_request, budget_s)
         report.status = outcome.status
         report.latency_ms = outcome.latency_ms
         report.error = outcome.error
@@ -354,13 +347,13 @@ class Gateway:
             match = common_pb2.ChunkMatch()
             match.CopyFrom(neighbour)
             match.score = ceiling * min(max(relative, 0.0), 1.0)
-            match.leg = common_pb2.LEG_EXPANSION
+            match.leg = legs_pb2.LEG_EXPANSION
             match.expanded = True
             detail = neighbour.explain[0].detail if neighbour.explain else ""
             del match.explain[:]
             match.explain.append(
                 common_pb2.LegExplain(
-                    leg=common_pb2.LEG_EXPANSION,
+                    leg=legs_pb2.LEG_EXPANSION,
                     rank=rank,
                     raw_score=neighbour.score,
                     normalized_score=relative,
@@ -374,9 +367,9 @@ class Gateway:
     @staticmethod
     def _report(leg: str, outcome: LegOutcome | None) -> fusion_pb2.LegReport:
         if outcome is None:
-            return fusion_pb2.LegReport(leg=LEGS[leg], status=fusion_pb2.LEG_STATUS_DISABLED)
+            return fusion_pb2.LegReport(leg=BY_NAME[leg].value, status=fusion_pb2.LEG_STATUS_DISABLED)
         return fusion_pb2.LegReport(
-            leg=LEGS[leg],
+            leg=BY_NAME[leg].value,
             status=outcome.status,
             latency_ms=outcome.latency_ms,
             hits=len(outcome.matches),
@@ -390,9 +383,9 @@ class Gateway:
         weights = {leg: fusion_plan.weights[leg] for leg in answered}
         if sum(weights.values()) <= 0:  # only zero-weight legs answered: rank them equally
             weights = dict.fromkeys(answered, 1.0)
-        if fusion_plan.method == "rrf":
-            return rrf(ranked, weights, fusion_plan.rrf_k)
-        return weighted(ranked, weights, fusion_plan.normalization)
+        if fusion_plan.cfg.method == "rrf":
+            return rrf(ranked, weights, fusion_plan.cfg.rrf_k)
+        return weighted(ranked, weights, fusion_plan.cfg.normalization)
 
     @staticmethod
     def _to_matches(
@@ -411,19 +404,19 @@ class Gateway:
             match.CopyFrom(first_seen[item.item_id])
             best_leg = min(
                 (leg for leg, c in item.contributions.items() if c.rank),
-                key=lambda leg: (item.contributions[leg].rank, list(LEGS).index(leg)),
+                key=lambda leg: (item.contributions[leg].rank, LEG_NAMES.index(leg)),
             )
             match.score = item.score
-            match.leg = LEGS[best_leg]
+            match.leg = BY_NAME[best_leg].value
             match.expanded = False
             del match.explain[:]
-            for leg in LEGS:
+            for leg in LEG_NAMES:
                 c = item.contributions.get(leg)
                 if c is None:
                     continue
                 match.explain.append(
                     common_pb2.LegExplain(
-                        leg=LEGS[leg],
+                        leg=BY_NAME[leg].value,
                         rank=c.rank,
                         raw_score=c.raw_score,
                         normalized_score=c.normalized,
@@ -436,13 +429,27 @@ class Gateway:
 
 
 def _first_seen(answered: dict[str, LegOutcome]) -> dict[str, common_pb2.ChunkMatch]:
-    """Each chunk's match as the first answering leg (in LEGS order) returned it."""
+    """Each chunk's match as the first answering leg (in the legs' order) returned it."""
     first: dict[str, common_pb2.ChunkMatch] = {}
-    for leg in LEGS:
+    for leg in LEG_NAMES:
         if leg in answered:
             for m in answered[leg].matches:
                 first.setdefault(m.chunk_id, m)
     return first
+
+
+# A leg answering these says the request is wrong (bad options, an unknown corpus), not the leg.
+_CALLER_ERRORS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND})
+
+
+def _leg_request(request: common_pb2.SearchRequest, leg: str, top_k: int) -> common_pb2.SearchRequest:
+    """What one leg is asked: the query, filters and `top_k` candidates, with only its own options."""
+    leg_request = common_pb2.SearchRequest(
+        corpus_id=request.corpus_id, query=request.query, top_k=top_k, filters=request.filters
+    )
+    if request.options.HasField(leg):  # type: ignore[arg-type]
+        getattr(leg_request.options, leg).CopyFrom(getattr(request.options, leg))
+    return leg_request
 
 
 def _dedup(matches: list[common_pb2.ChunkMatch]) -> list[common_pb2.ChunkMatch]:

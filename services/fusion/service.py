@@ -5,8 +5,7 @@ from __future__ import annotations
 import grpc
 
 from services.fusion.gateway import Gateway
-from tribrid.config import TriBridConfig
-from tribrid.search_common import RequestError
+from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 
@@ -18,15 +17,13 @@ class FusionServicer(fusion_pb2_grpc.FusionServicer):
     async def Search(
         self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> fusion_pb2.FusionSearchResponse:
-        try:
-            return await self._gateway.search(request, context.time_remaining())
-        except RequestError as err:
-            await context.abort(err.code, err.message)
-            raise  # unreachable: abort raises
+        return await self._gateway.search(request, context.time_remaining())
 
 
-def service_spec(cfg: TriBridConfig) -> ServiceSpec:
-    gateway = Gateway.connect(cfg)
+async def build(res: Resources) -> ServiceSpec:
+    cfg = res.cfg
+    # the final matches' content is read by id: a search pool, like the legs'
+    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, await res.pool(search=True))
     servicer = FusionServicer(gateway)
     return ServiceSpec(
         full_name=fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name,

@@ -22,11 +22,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal
 
 import asyncpg
 
 from services.graph.external import GraphExternalNames
+from tribrid.config import GraphSearchConfig, QueryDirection
 from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
@@ -57,8 +57,6 @@ QUESTION_WORDS = frozenset(
     class classes function functions have has contain contains define defines""".split()
 )
 
-QueryDirection = Literal["auto", "both", "callers", "callees"]
-QUERY_DIRECTIONS: tuple[QueryDirection, ...] = ("auto", "both", "callers", "callees")
 
 # intent -> (edge direction from the seed, relation types followed, seed entity types)
 INTENT_PLANS: dict[str, tuple[Direction, tuple[str, ...], tuple[str, ...]]] = {
@@ -102,18 +100,36 @@ def seed_match(score: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class GraphSettings:
+    """What one search walks with: the graph section merged with the request's options."""
+
     max_hops: int
     entity_types: Sequence[str]
     relationship_types: Sequence[str]
     hop_decay: Sequence[float]
     max_seeds: int
-    max_expansion: int
+    max_visited: int
     direction: QueryDirection = "auto"
     # True when the request named its relationship types (a directional question keeps them).
     explicit_relationship_types: bool = False
     max_fanout: int = 50
     path_bonus: float = 0.1
     community_boost: float = 0.0
+
+    @classmethod
+    def of(cls, cfg: GraphSearchConfig, explicit_relationship_types: bool = False) -> GraphSettings:
+        return cls(
+            max_hops=cfg.max_hops,
+            entity_types=cfg.entity_types,
+            relationship_types=cfg.relationship_types,
+            hop_decay=cfg.hop_decay,
+            max_seeds=cfg.max_seeds,
+            max_visited=cfg.max_visited,
+            direction=cfg.direction,
+            explicit_relationship_types=explicit_relationship_types,
+            max_fanout=cfg.max_fanout,
+            path_bonus=cfg.path_bonus,
+            community_boost=cfg.community_boost if cfg.include_communities else 0.0,
+        )
 
 
 # A match's explanation: its detail line and provenance. Built only for the chunks returned (a
@@ -286,10 +302,10 @@ def _result(rows: Sequence[ChunkRow], best: dict[str, _Best]) -> GraphResult:
 
 def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
     """Entities to reach: a few per wanted chunk (hits arrive nearest first, and a chunk scores by
-    its best entity), all of max_expansion when a path or language filter may drop many."""
+    its best entity), all of max_visited when a path or language filter may drop many."""
     if params.path_regex is not None or params.languages:
-        return settings.max_expansion
-    return min(settings.max_expansion, max(4 * params.top_k, 100))
+        return settings.max_visited
+    return min(settings.max_visited, max(4 * params.top_k, 100))
 
 
 async def graph_search(
@@ -423,7 +439,7 @@ async def expand_context(
         relationship_types,
         direction="both",
         max_fanout=settings.max_fanout,
-        limit=settings.max_expansion,
+        limit=settings.max_visited,
     )
     known = {e.entity_id: e for e in starts}
     await _names(store, key, hits, known)

@@ -1,72 +1,74 @@
 """GraphSearch gRPC servicer.
 
 Every call reads the corpus's current index generation and works on that generation's graph
-(graph_key(corpus_id, generation)); an unknown corpus is INVALID_ARGUMENT, as in Search.
+(graph_key(corpus_id, generation)); an unknown corpus is NOT_FOUND.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import asyncpg
 import grpc
+from pydantic import TypeAdapter, ValidationError
 
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
-from services.graph.search import (
-    QUERY_DIRECTIONS,
-    GraphSettings,
-    QueryDirection,
-    expand_context,
-    graph_search,
+from services.graph.search import GraphSettings, expand_context, graph_search
+from tribrid.config import (
+    RELATIONSHIP_TYPES,
+    GraphSearchConfig,
+    LimitsConfig,
+    RelationshipType,
 )
-from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore
-from tribrid.graphstore.base import DIRECTIONS, Direction, GraphReader, graph_key
+from tribrid.graphstore.base import Direction, GraphReader, graph_key
 from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity
-from tribrid.search_common import (
-    RequestError,
-    ScoredChunk,
+from tribrid.options import (
+    enum_value_name,
     invalid,
-    override,
+    merge_options,
+    not_found,
+    validation_error,
+    with_options,
+)
+from tribrid.search_common import (
+    ScoredChunk,
+    fill_content,
     to_matches,
     validate_corpus_id,
     validate_search,
 )
+from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import fetch_chunks, graph_version
-from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
+from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
-MAX_PATH_HOPS = 4
-MAX_NEIGHBOURS = 1000
-
-
-def _choose(requested: list[str], default: list[str], allowed: tuple[str, ...], what: str) -> list[str]:
-    if not requested:
-        return default
-    unknown = sorted(set(requested) - set(allowed))
-    if unknown:
-        raise invalid(f"unknown {what} {unknown}; allowed: {', '.join(allowed)}")
-    return requested
+_RELATIONSHIP_TYPE: TypeAdapter[RelationshipType] = TypeAdapter(RelationshipType)
+# A plain name that fits more entities than this lists only the first ones in its error.
+_CANDIDATES_SHOWN = 10
 
 
-def not_found(message: str) -> RequestError:
-    return RequestError(grpc.StatusCode.NOT_FOUND, message)
+def _relationship_type(value: str, path: str) -> RelationshipType:
+    try:
+        return _RELATIONSHIP_TYPE.validate_python(value)
+    except ValidationError as err:
+        raise validation_error(err, path) from None
 
 
-def _query_direction(value: str) -> QueryDirection:
-    for known in QUERY_DIRECTIONS:
-        if value == known:
-            return known
-    raise invalid(f"unknown direction {value!r}; allowed: {', '.join(QUERY_DIRECTIONS)}")
+def _edge_direction(value: int) -> Direction:
+    if value == graph_pb2.EDGE_DIRECTION_UNSPECIFIED:
+        return "both"
+    name = enum_value_name(graph_pb2.EdgeDirection.DESCRIPTOR, value, "direction")
+    return "both" if name == "both" else "out" if name == "out" else "in"
 
 
-def _edge_direction(value: str) -> Direction:
-    for known in DIRECTIONS:
-        if (value or "both") == known:
-            return known
-    raise invalid(f"unknown direction {value!r}; allowed: {', '.join(DIRECTIONS)}")
+def _in_range(name: str, value: int, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise invalid(f"{name}: must be between {low} and {high}; got {value}")
+    return value
 
 
 def _graph_entity(
@@ -89,51 +91,23 @@ def _graph_entity(
 
 
 class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
-    def __init__(self, cfg: TriBridConfig, pool: asyncpg.Pool, store: GraphStore) -> None:
+    def __init__(
+        self, cfg: GraphSearchConfig, limits: LimitsConfig, pool: asyncpg.Pool, store: GraphStore
+    ) -> None:
         self._cfg = cfg
+        self._limits = limits
         self._pool = pool
         self._store = store
         self._external = ExternalNames()
         # None: the graph is too big to hold, searches walk it in the store.
-        self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.graph.snapshot_max_graphs)
-
-    # --- shared checks ----------------------------------------------------------------------------
-
-    def _settings(self, ov: common_pb2.SearchOverrides) -> GraphSettings:
-        gcfg = self._cfg.graph
-        max_hops = override(ov, "max_hops", gcfg.max_hops)
-        if not 1 <= max_hops <= 5:
-            raise invalid(f"max_hops must be between 1 and 5, got {max_hops}")
-        return GraphSettings(
-            max_hops=max_hops,
-            entity_types=_choose(
-                list(ov.entity_types), list(gcfg.entity_types), ENTITY_TYPES, "entity_types"
-            ),
-            relationship_types=self._relationship_types(list(ov.relationship_types)),
-            hop_decay=gcfg.hop_decay,
-            max_seeds=gcfg.max_seeds,
-            max_expansion=gcfg.max_expansion,
-            direction=_query_direction(override(ov, "direction", "auto") or "auto"),
-            explicit_relationship_types=bool(ov.relationship_types),
-            max_fanout=gcfg.max_fanout,
-            path_bonus=gcfg.path_bonus,
-            community_boost=gcfg.community_boost if gcfg.include_communities else 0.0,
-        )
-
-    def _relationship_types(self, requested: list[str]) -> list[str]:
-        return _choose(
-            requested,
-            list(self._cfg.graph.relationship_types),
-            RELATIONSHIP_TYPES,
-            "relationship_types",
-        )
+        self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.snapshot_max_graphs)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
         validate_corpus_id(corpus_id)
         version = await graph_version(self._pool, corpus_id)
         if version is None:
-            raise invalid(f"unknown corpus {corpus_id!r}: index it first")
+            raise not_found(f"corpus {corpus_id!r} not found: index it first")
         return graph_key(corpus_id, version[0]), version[1]
 
     async def _key(self, corpus_id: str) -> str:
@@ -148,28 +122,59 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         return self._store if snapshot is None else snapshot
 
     async def _load_snapshot(self, key: str) -> GraphSnapshot | None:
-        limit = self._cfg.graph.snapshot_max_entities
+        limit = self._cfg.snapshot_max_entities
         if limit == 0 or (await self._store.counts(key))["entities"] > limit:
             return None
-        return await GraphSnapshot.load(
-            self._store, key, fulltext_cache_terms=self._cfg.graph.fulltext_cache_terms
-        )
+        return await GraphSnapshot.load(self._store, key, fulltext_cache_terms=self._cfg.fulltext_cache_terms)
 
-    async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str = "entity") -> Entity:
+    async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
+        """The one entity `ref` names: by id, by qualified name, or by a plain name (a short name,
+        or the end of qualified names after a dot, case-insensitive) that fits exactly one."""
+        named = [f for f in ("entity_id", "qualified_name", "name") if getattr(ref, f)]
+        if len(named) != 1:
+            raise invalid(f"{what}: set exactly one of entity_id, qualified_name or name")
         if ref.entity_id:
             found = await self._store.get_entities(key, [ref.entity_id])
-            if not found:
-                raise not_found(f"{what} {ref.entity_id!r} not found")
-            return found[0]
-        if ref.qualified_name:
-            named = await self._store.find_by_qualified_name(key, ref.qualified_name)
-            if not named:
-                raise not_found(f"{what} {ref.qualified_name!r} not found")
-            return named[0]
-        raise invalid(f"{what}: set entity_id or qualified_name")
+        elif ref.qualified_name:
+            found = await self._store.find_by_qualified_name(key, ref.qualified_name)
+        else:
+            found = await self._by_name(key, ref.name)
+        if not found:
+            raise not_found(f"{what} {(ref.entity_id or ref.qualified_name or ref.name)!r} not found")
+        if len(found) > 1:
+            shown = ", ".join(e.qualified_name for e in found[:_CANDIDATES_SHOWN])
+            more = f" and {len(found) - _CANDIDATES_SHOWN} more" if len(found) > _CANDIDATES_SHOWN else ""
+            raise invalid(
+                f"{what} {ref.name!r} is ambiguous: {len(found)} entities fit ({shown}{more}); "
+                "name one by its qualified name"
+            )
+        return found[0]
+
+    async def _by_name(self, key: str, name: str) -> list[Entity]:
+        """Entities `name` names: an id or a qualified name if it is one, else a plain name."""
+        found = await self._store.get_entities(key, [name])
+        if not found:
+            found = await self._store.find_by_qualified_name(key, name)
+        if found:
+            return found
+        wanted = name.lower()
+        candidates = await self._store.find_by_name(key, wanted.rsplit(".", 1)[-1])
+        return [
+            e
+            for e in candidates
+            if e.qualified_name.lower() == wanted or e.qualified_name.lower().endswith("." + wanted)
+        ]
 
     async def _community(self, key: str, entities: list[Entity]) -> dict[str, int]:
         return await self._store.community_of(key, [e.entity_id for e in entities])
+
+    async def _matches(
+        self, corpus_id: str, scored: list[ScoredChunk], provenance: Any, include_content: bool
+    ) -> list[common_pb2.ChunkMatch]:
+        matches = to_matches(scored, legs_pb2.LEG_GRAPH, provenance)
+        if include_content:
+            await fill_content(self._pool, corpus_id, matches)
+        return matches
 
     # --- RPCs -------------------------------------------------------------------------------------
 
@@ -177,79 +182,66 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
-        try:
-            params = validate_search(
-                request, self._cfg.graph.top_k, self._cfg.fusion.max_top_k, self._cfg.fusion.max_query_chars
-            )
-            settings = self._settings(request.overrides)
-            key, life = await self._graph(params.corpus_id)
-            reader = self._reader(key, life)
-            external = self._external.of(key, life)
-            found = await graph_search(reader, self._pool, key, params, settings, external)
-        except RequestError as err:
-            await context.abort(err.code, err.message)
-        return common_pb2.SearchResponse(
-            matches=to_matches(found.chunks, common_pb2.LEG_GRAPH, found.provenance),
-            took_ms=(time.perf_counter() - started) * 1000,
+        options = request.options.graph
+        cfg = with_options(self._cfg, options, "options.graph")
+        params = validate_search(request, cfg.top_k, self._limits)
+        settings = GraphSettings.of(cfg, explicit_relationship_types=bool(options.relationship_types))
+        key, life = await self._graph(params.corpus_id)
+        reader = self._reader(key, life)
+        external = self._external.of(key, life)
+        found = await graph_search(reader, self._pool, key, params, settings, external)
+        matches = await self._matches(
+            params.corpus_id, found.chunks, found.provenance, request.include_content
         )
+        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def ExpandContext(
         self, request: graph_pb2.ExpandContextRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
-        gcfg = self._cfg.graph
-        try:
-            validate_corpus_id(request.corpus_id)
-            max_hops = request.max_hops or gcfg.max_hops
-            if not 1 <= max_hops <= 5:
-                raise invalid(f"max_hops must be between 1 and 5, got {max_hops}")
-            top_k = request.top_k or gcfg.top_k
-            if not 1 <= top_k <= self._cfg.fusion.max_top_k:
-                raise invalid(f"top_k must be between 1 and {self._cfg.fusion.max_top_k}, got {top_k}")
-            rel_types = self._relationship_types(list(request.relationship_types))
-            chunk_ids = [c for c in dict.fromkeys(request.chunk_ids) if c]
-            if not chunk_ids:
-                raise invalid("chunk_ids is empty: send the chunks to expand")
-            key, life = await self._graph(request.corpus_id)
-            settings = self._settings(common_pb2.SearchOverrides())
-            found = await expand_context(
-                self._reader(key, life),
-                self._pool,
-                request.corpus_id,
-                key,
-                chunk_ids,
-                max_hops,
-                rel_types,
-                top_k,
-                settings,
-            )
-        except RequestError as err:
-            await context.abort(err.code, err.message)
-        return common_pb2.SearchResponse(
-            matches=to_matches(found.chunks, common_pb2.LEG_GRAPH, found.provenance),
-            took_ms=(time.perf_counter() - started) * 1000,
+        validate_corpus_id(request.corpus_id)
+        changes: dict[str, Any] = {}
+        if request.max_hops:
+            changes["max_hops"] = request.max_hops
+        if request.relationship_types:
+            changes["relationship_types"] = list(request.relationship_types)
+        cfg = merge_options(self._cfg, changes, "")
+        top_k = _in_range("top_k", request.top_k or cfg.top_k, 1, self._limits.max_top_k)
+        chunk_ids = [c for c in dict.fromkeys(request.chunk_ids) if c]
+        if not chunk_ids:
+            raise invalid("chunk_ids is empty: send the chunks to expand")
+        key, life = await self._graph(request.corpus_id)
+        found = await expand_context(
+            self._reader(key, life),
+            self._pool,
+            request.corpus_id,
+            key,
+            chunk_ids,
+            cfg.max_hops,
+            cfg.relationship_types,
+            top_k,
+            GraphSettings.of(self._cfg),
         )
+        matches = await self._matches(
+            request.corpus_id, found.chunks, found.provenance, request.include_content
+        )
+        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def Neighbors(
         self, request: graph_pb2.NeighborsRequest, context: grpc.aio.ServicerContext
     ) -> graph_pb2.EntitiesResponse:
-        try:
-            validate_corpus_id(request.corpus_id)
-            direction = _edge_direction(request.direction)
-            rel_types = (
-                self._relationship_types([request.relationship_type])
-                if request.relationship_type
-                else list(RELATIONSHIP_TYPES)
-            )
-            limit = request.limit or self._cfg.graph.max_fanout
-            if not 1 <= limit <= MAX_NEIGHBOURS:
-                raise invalid(f"limit must be between 1 and {MAX_NEIGHBOURS}, got {limit}")
-            key = await self._key(request.corpus_id)
-            entity = await self._resolve(key, request.entity)
-            found = await self._store.neighbors(key, entity.entity_id, rel_types, direction, limit)
-            communities = await self._community(key, [n.entity for n in found])
-        except RequestError as err:
-            await context.abort(err.code, err.message)
+        validate_corpus_id(request.corpus_id)
+        direction = _edge_direction(request.direction)
+        rel_types = (
+            [_relationship_type(request.relationship_type, "relationship_type")]
+            if request.relationship_type
+            else list(RELATIONSHIP_TYPES)
+        )
+        limit = _in_range("limit", request.limit or self._cfg.max_fanout, 1, self._cfg.max_neighbors)
+        key = await self._key(request.corpus_id)
+        entity = await self._resolve(key, request.entity, "entity")
+        found = await self._store.neighbors(key, entity.entity_id, rel_types, direction, limit)
+        communities = await self._community(key, [n.entity for n in found])
         return graph_pb2.EntitiesResponse(
             entities=[
                 _graph_entity(
@@ -262,55 +254,42 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def PathBetween(
         self, request: graph_pb2.PathBetweenRequest, context: grpc.aio.ServicerContext
     ) -> graph_pb2.PathResponse:
-        try:
-            validate_corpus_id(request.corpus_id)
-            max_hops = request.max_hops or MAX_PATH_HOPS
-            if not 1 <= max_hops <= MAX_PATH_HOPS:
-                raise invalid(f"max_hops must be between 1 and {MAX_PATH_HOPS}, got {max_hops}")
-            key = await self._key(request.corpus_id)
-            source = await self._resolve(key, request.source, "source")
-            target = await self._resolve(key, request.target, "target")
-            path = await self._store.shortest_path(
-                key, source.entity_id, target.entity_id, max_hops, list(RELATIONSHIP_TYPES)
-            )
-            if path is None:
-                return graph_pb2.PathResponse(found=False)
-            steps = list(path.relationship_types)
-            entities = await self._store.get_entities(key, list(path.entity_ids))
-            communities = await self._community(key, entities)
-        except RequestError as err:
-            await context.abort(err.code, err.message)
+        validate_corpus_id(request.corpus_id)
+        longest = self._cfg.max_path_hops
+        max_hops = _in_range("max_hops", request.max_hops or longest, 1, longest)
+        key = await self._key(request.corpus_id)
+        source = await self._resolve(key, request.source, "source")
+        target = await self._resolve(key, request.target, "target")
+        path = await self._store.shortest_path(
+            key, source.entity_id, target.entity_id, max_hops, list(RELATIONSHIP_TYPES)
+        )
+        if path is None:
+            return graph_pb2.PathResponse(found=False)
+        entities = await self._store.get_entities(key, list(path.entity_ids))
+        communities = await self._community(key, entities)
         return graph_pb2.PathResponse(
             found=True,
             entities=[_graph_entity(e, communities.get(e.entity_id, -1)) for e in entities],
-            relationship_types=steps,
+            relationship_types=list(path.relationship_types),
         )
 
     async def EntityChunks(
         self, request: graph_pb2.EntityChunksRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
-        try:
-            validate_corpus_id(request.corpus_id)
-            key = await self._key(request.corpus_id)
-            entity = await self._resolve(key, request.entity)
-            rows = await fetch_chunks(
-                self._pool, request.corpus_id, [entity.chunk_id] if entity.chunk_id else []
-            )
-        except RequestError as err:
-            await context.abort(err.code, err.message)
+        validate_corpus_id(request.corpus_id)
+        key = await self._key(request.corpus_id)
+        entity = await self._resolve(key, request.entity, "entity")
+        rows = await fetch_chunks(self._pool, request.corpus_id, [entity.chunk_id] if entity.chunk_id else [])
         scored = [ScoredChunk(row, 1.0, f"entity={entity.qualified_name}") for row in rows.values()]
-        return common_pb2.SearchResponse(
-            matches=to_matches(scored, common_pb2.LEG_GRAPH), took_ms=(time.perf_counter() - started) * 1000
-        )
+        # The chunks an entity names are what the caller asked for: always with their content.
+        matches = await self._matches(request.corpus_id, scored, None, include_content=True)
+        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def Stats(
         self, request: graph_pb2.GraphStatsRequest, context: grpc.aio.ServicerContext
     ) -> graph_pb2.GraphStatsResponse:
-        try:
-            key = await self._key(request.corpus_id)
-        except RequestError as err:
-            await context.abort(err.code, err.message)
+        key = await self._key(request.corpus_id)
         counts = await self._store.counts(key)
         return graph_pb2.GraphStatsResponse(
             entities_by_type={
@@ -327,8 +306,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         )
 
 
-def service_spec(cfg: TriBridConfig, pool: asyncpg.Pool, store: GraphStore) -> ServiceSpec:
-    servicer = GraphServicer(cfg, pool, store)
+async def build(res: Resources) -> ServiceSpec:
+    servicer = GraphServicer(res.cfg.graph, res.cfg.limits, await res.pool(search=True), res.graph())
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),

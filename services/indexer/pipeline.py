@@ -54,7 +54,8 @@ from tribrid.indexing.graph import extract_file, resolve_corpus
 from tribrid.indexing.python_graph import FileGraph
 from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk, Entity, Relation
-from tribrid.search_common import invalid, validate_corpus_id
+from tribrid.options import invalid
+from tribrid.search_common import validate_corpus_id
 from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import indexer_pb2
 

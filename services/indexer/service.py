@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -13,7 +14,9 @@ from services.indexer.pipeline import IndexPipeline
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
-from tribrid.search_common import RequestError, validate_corpus_id
+from tribrid.options import RequestError
+from tribrid.search_common import validate_corpus_id
+from tribrid.serve import Resources
 from tribrid.server import ServiceSpec, freeze_long_lived_objects
 from tribrid.stores.postgres import corpus_generation, list_corpora
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
@@ -31,8 +34,6 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         try:
             async for event in self._pipeline.run(request.corpus_id, request.path):
                 yield event
-        except RequestError as err:
-            await context.abort(err.code, err.message)
         finally:
             # The run's kept parses live on (indexer.keep_parses): out of the collector's passes.
             freeze_long_lived_objects()
@@ -40,15 +41,12 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
     async def DeleteCorpus(
         self, request: indexer_pb2.DeleteCorpusRequest, context: grpc.aio.ServicerContext
     ) -> indexer_pb2.DeleteCorpusResponse:
-        try:
-            validate_corpus_id(request.corpus_id)
-        except RequestError as err:
-            await context.abort(err.code, err.message)
+        validate_corpus_id(request.corpus_id)
         generation = await corpus_generation(self._pool, request.corpus_id)
         try:
             deleted = await delete_corpus(self._pool, request.corpus_id)
         except CorpusBusy as busy:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(busy))
+            raise RequestError(grpc.StatusCode.FAILED_PRECONDITION, str(busy)) from None
         if generation is not None:  # PostgreSQL went first: searches no longer see the corpus
             await discard_uncommitted(self._graph, request.corpus_id, generation)
             await drop_generation(self._graph, request.corpus_id, generation)
@@ -74,10 +72,9 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         )
 
 
-def service_spec(
-    cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder
-) -> ServiceSpec:
-    servicer = IndexerServicer(cfg, pool, graph, embedder)
+async def build(res: Resources) -> ServiceSpec:
+    embedder = await asyncio.to_thread(res.embedder)
+    servicer = IndexerServicer(res.cfg, await res.pool(), res.graph(), embedder)
     return ServiceSpec(
         full_name=indexer_pb2.DESCRIPTOR.services_by_name["Indexer"].full_name,
         register=lambda server: indexer_pb2_grpc.add_IndexerServicer_to_server(servicer, server),

@@ -29,10 +29,9 @@ import grpc
 import numpy as np
 
 from tribrid.config import VectorConfig
-from tribrid.search_common import RequestError, ScoredChunk, SearchParams, chunk_filter, invalid
+from tribrid.options import RequestError, not_found
+from tribrid.search_common import ScoredChunk, SearchParams, chunk_filter
 from tribrid.stores.postgres import CHUNK_COLUMNS, OPCLASS, chunk_row, committed
-
-Metric = Literal["cosine", "l2", "inner_product"]
 
 # distance operator, and a similarity (higher = better) from the distance `{d}`. For the unit
 # vectors every Embedder returns, all three similarities equal the cosine similarity.
@@ -168,18 +167,17 @@ async def vector_search(
     cfg: VectorConfig,
     params: SearchParams,
     query_vector: np.ndarray,
-    ef_search: int,
-    similarity_threshold: float,
     embedding_model: str | None = None,
     pool_settings: Mapping[str, str] | None = None,
 ) -> VectorResult:
-    """Top-k chunks by similarity, at least `similarity_threshold`, best first.
+    """Top-k chunks by similarity, at least `cfg.similarity_threshold`, best first.
 
     `pool_settings`: what the pool's connections start with (`session_settings`), if anything.
-    Raises INVALID_ARGUMENT for an unknown corpus, FAILED_PRECONDITION when the corpus was
+    Raises NOT_FOUND for an unknown corpus, FAILED_PRECONDITION when the corpus was
     embedded by another model than `embedding_model` (if given).
     """
-    ef = max(ef_search, params.top_k)  # ef_search must cover top_k, or HNSW returns fewer rows
+    similarity_threshold = cfg.similarity_threshold
+    ef = max(cfg.ef_search, params.top_k)  # ef_search must cover top_k, or HNSW returns fewer rows
     detail = f"{cfg.metric} similarity; plan={{plan}} ef_search={ef}"
     direct = (
         pool_settings is not None
@@ -215,7 +213,7 @@ def _scored(rows: list[asyncpg.Record], similarity_threshold: float, detail: str
 
 def _check_model(corpus_id: str, model: str | None, embedding_model: str | None) -> None:
     if model is None:
-        raise invalid(f"unknown corpus {corpus_id!r}: index it first")
+        raise not_found(f"corpus {corpus_id!r} not found: index it first")
     if embedding_model is not None and model != embedding_model:
         raise RequestError(
             grpc.StatusCode.FAILED_PRECONDITION,

@@ -204,6 +204,10 @@ class GraphStore(GraphReader, Protocol):
         """Entities with exactly this qualified name (case-sensitive), ordered by entity id."""
         ...
 
+    async def find_by_name(self, corpus_id: str, name: str) -> list[Entity]:
+        """Entities whose short name is `name`, case-insensitive, ordered by entity id."""
+        ...
+
     async def entity_ids(self, corpus_id: str) -> list[str]:
         """Every stored entity id, sorted."""
         ...

@@ -134,6 +134,12 @@ RETURN {ENTITY_COLUMNS}
 ORDER BY id
 """
 
+FIND_BY_NAME = f"""
+MATCH (e:Entity {{corpus_id: $corpus_id, name_lower: $name_lower}})
+RETURN {ENTITY_COLUMNS}
+ORDER BY id
+"""
+
 SET_COMMUNITIES = """
 UNWIND $rows AS row
 MATCH (e:Entity {corpus_id: $corpus_id, id: row.id})

@@ -377,6 +377,13 @@ class CypherGraphStore(ABC):
         )
         return sorted((_entity_from_row(row) for row in rows), key=lambda e: e.entity_id)
 
+    async def find_by_name(self, corpus_id: str, name: str) -> list[Entity]:
+        check_corpus_id(corpus_id)
+        if not clean_strings([name]):
+            return []
+        rows = await self._read(corpus_id, cypher.FIND_BY_NAME, name_lower=name.lower())
+        return sorted((_entity_from_row(row) for row in rows), key=lambda e: e.entity_id)
+
     async def entity_ids(self, corpus_id: str) -> list[str]:
         check_corpus_id(corpus_id)
         ids: list[str] = []

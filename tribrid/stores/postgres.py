@@ -193,10 +193,10 @@ class ChunkRow:
     language: str
     kind: str
     symbol: str
-    content: str
 
 
-CHUNK_COLUMNS = "chunk_id, corpus_id, file_path, start_line, end_line, language, kind, symbol, content"
+# What a search reads of a chunk; its content is fetched once, for the answers (fetch_contents).
+CHUNK_COLUMNS = "chunk_id, corpus_id, file_path, start_line, end_line, language, kind, symbol"
 
 
 def chunk_row(record: asyncpg.Record) -> ChunkRow:
@@ -211,6 +211,17 @@ async def fetch_chunks(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[s
         list(chunk_ids),
     )
     return {r["chunk_id"]: chunk_row(r) for r in rows}
+
+
+async def fetch_contents(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[str]) -> dict[str, str]:
+    """Chunk id -> content, for the chunks of the committed generation among `chunk_ids`."""
+    rows = await pool.fetch(
+        "SELECT c.chunk_id, c.content FROM chunks c"
+        f" WHERE c.corpus_id = $1 AND c.chunk_id = ANY($2::text[]) AND {committed('c')}",
+        corpus_id,
+        list(chunk_ids),
+    )
+    return {r["chunk_id"]: r["content"] for r in rows}
 
 
 async def corpus_exists(pool: asyncpg.Pool, corpus_id: str) -> bool:

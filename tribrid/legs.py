@@ -1,0 +1,47 @@
+"""The table of legs, read from the contract: the `Leg` values that name a service (`leg_service`).
+
+A fourth leg is one more `Leg` value with its service, its options message in `SearchOptions` and
+its config section; nothing here or in the gateway names a leg.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tribrid.v1 import legs_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class LegInfo:
+    # "vector": the enum value's name without LEG_, lower case; also the name of the leg's field in
+    # SearchOptions, of its config section and of its entry in fusion.legs.
+    name: str
+    value: legs_pb2.Leg.ValueType
+    # Full gRPC service name, e.g. "tribrid.v1.VectorSearch"; the leg answers its `Search` RPC.
+    service: str
+
+
+def _read_legs() -> tuple[LegInfo, ...]:
+    legs = []
+    for value in legs_pb2.Leg.DESCRIPTOR.values:
+        options = value.GetOptions()
+        if options.HasExtension(legs_pb2.leg_service):
+            legs.append(
+                LegInfo(
+                    name=value.name.removeprefix("LEG_").lower(),
+                    value=value.number,  # type: ignore[arg-type]
+                    service=options.Extensions[legs_pb2.leg_service],
+                )
+            )
+    return tuple(legs)
+
+
+LEGS: tuple[LegInfo, ...] = _read_legs()
+LEG_NAMES: tuple[str, ...] = tuple(leg.name for leg in LEGS)
+BY_NAME: dict[str, LegInfo] = {leg.name: leg for leg in LEGS}
+BY_VALUE: dict[int, LegInfo] = {leg.value: leg for leg in LEGS}
+
+
+def source_name(value: int) -> str:
+    """The name of any `Leg` value, legs and other match sources alike ("vector", "expansion")."""
+    return legs_pb2.Leg.Name(value).removeprefix("LEG_").lower()  # type: ignore[arg-type]
