@@ -95,11 +95,6 @@ def status(cfg: TriBridConfig) -> list[StoreStatus]:
     return [_postgres_status(cfg), _graph_status(cfg)]
 
 
-def ensure_database(cfg: TriBridConfig) -> None:
-    """Create `cfg.postgres.database` (and `cfg.postgres.user`) on the embedded server if missing."""
-    _ensure_database(cfg)
-
-
 # --------------------------------------------------------------------------- generic helpers
 
 
