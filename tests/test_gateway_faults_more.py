@@ -26,7 +26,7 @@ from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.config import TriBridConfig
 from tribrid.legs import LEGS
 from tribrid.server import RunningServer, ServiceSpec, start_server
-from tribrid.stores import embedded
+from tribrid.stores.embedded import falkordb as falkordb_server
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, legs_pb2, sparse_pb2_grpc
 
 MARGIN_S = 3.0  # loose: two shared cores
@@ -236,7 +236,7 @@ async def test_graph_database_stopped(
     assert before[legs_pb2.LEG_GRAPH] == OK
     deadline_s = 4.0
     try:
-        assert embedded._falkordb_down(config, lambda _: None)  # SIGTERM: it saves graph.rdb first
+        assert falkordb_server.down(config, lambda _: None)  # SIGTERM: it saves graph.rdb first
         started = time.monotonic()
         async with stack.channel("fusion") as channel:  # the real stack's gateway and graph leg
             # with a word never looked up before: a graph in memory keeps the fulltext answers it
@@ -248,7 +248,7 @@ async def test_graph_database_stopped(
         elapsed = time.monotonic() - started
         assert_degraded(reply, legs_pb2.LEG_GRAPH, before, elapsed, deadline_s)
     finally:
-        embedded._falkordb_up(config, lambda _: None)  # restarted from its saved data
+        falkordb_server.up(config, lambda _: None)  # restarted from its saved data
     # the shared store is back with its data: the graph leg answers again
     for _ in range(50):
         async with stack.channel("fusion") as channel:

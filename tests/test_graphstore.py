@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, GraphStoreConfig, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import TraversalHit, corpus_of_key, graph_key
-from tribrid.models import Entity, EntityHit, Relation
+from tribrid.models import Entity, Relation
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
 ALL_ENTITY_TYPES: list[str] = list(ENTITY_TYPES)
@@ -45,7 +45,6 @@ def backend_config(base: GraphStoreConfig, backend: str) -> GraphStoreConfig:
 @pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, config: TriBridConfig) -> AsyncIterator[GraphStore]:
     graph_store = open_graph_store(backend_config(config.graph_store, request.param))
-    await graph_store.ping()
     yield graph_store
     await graph_store.close()
 
@@ -111,7 +110,7 @@ async def load_graph(store: GraphStore, corpus_id: str) -> None:
     assert await store.upsert_relations(corpus_id, relations) == len(GRAPH_EDGES)
 
 
-def summary(hits: list[EntityHit]) -> list[tuple[str, int, str, tuple[str, ...]]]:
+def summary(hits: list[TraversalHit]) -> list[tuple[str, int, str, tuple[str, ...]]]:
     return [(h.entity.entity_id, h.hops, h.seed_id, h.relationship_types) for h in hits]
 
 
@@ -234,12 +233,12 @@ async def test_seeds_take_the_best_term_and_match_qualified_names(store: GraphSt
     assert await seed_summary(store, corpus, ["  ", ""], ALL_ENTITY_TYPES) == []
 
 
-# --- expansion ----------------------------------------------------------------------------------
+# --- traversal, both directions -----------------------------------------------------------------
 
 
-async def test_expand_one_hop(store: GraphStore, corpus: str) -> None:
+async def test_traverse_one_hop(store: GraphStore, corpus: str) -> None:
     await load_graph(store, corpus)
-    hits = await store.expand(corpus, ["a"], 1, ALL_REL_TYPES, 50)
+    hits = await store.traverse(corpus, ["a"], 1, ALL_REL_TYPES, limit=50)
     assert summary(hits) == [
         ("b", 1, "a", ("calls",)),
         ("c", 1, "a", ("calls",)),  # reached against the edge direction
@@ -248,9 +247,9 @@ async def test_expand_one_hop(store: GraphStore, corpus: str) -> None:
     assert hits[0].entity == graph_entities(corpus)[1]
 
 
-async def test_expand_two_hops(store: GraphStore, corpus: str) -> None:
+async def test_traverse_two_hops(store: GraphStore, corpus: str) -> None:
     await load_graph(store, corpus)
-    hits = await store.expand(corpus, ["a"], 2, ALL_REL_TYPES, 50)
+    hits = await store.traverse(corpus, ["a"], 2, ALL_REL_TYPES, limit=50)
     assert summary(hits) == [
         ("b", 1, "a", ("calls",)),
         ("c", 1, "a", ("calls",)),
@@ -258,52 +257,52 @@ async def test_expand_two_hops(store: GraphStore, corpus: str) -> None:
         ("d", 2, "a", ("calls", "imports")),
         ("e", 2, "a", ("calls", "inherits")),
     ]
-    three = await store.expand(corpus, ["a"], 3, ALL_REL_TYPES, 50)
+    three = await store.traverse(corpus, ["a"], 3, ALL_REL_TYPES, limit=50)
     assert summary(three)[-1] == ("f", 3, "a", ("calls", "imports", "calls"))
 
 
-async def test_expand_relationship_type_filter(store: GraphStore, corpus: str) -> None:
+async def test_traverse_relationship_type_filter(store: GraphStore, corpus: str) -> None:
     await load_graph(store, corpus)
-    assert summary(await store.expand(corpus, ["a"], 3, ["calls"], 50)) == [
+    assert summary(await store.traverse(corpus, ["a"], 3, ["calls"], limit=50)) == [
         ("b", 1, "a", ("calls",)),
         ("c", 1, "a", ("calls",)),
     ]
-    assert summary(await store.expand(corpus, ["a"], 2, ["calls", "inherits"], 50)) == [
+    assert summary(await store.traverse(corpus, ["a"], 2, ["calls", "inherits"], limit=50)) == [
         ("b", 1, "a", ("calls",)),
         ("c", 1, "a", ("calls",)),
         ("e", 2, "a", ("calls", "inherits")),
     ]
-    assert await store.expand(corpus, ["a"], 2, [], 50) == []
+    assert await store.traverse(corpus, ["a"], 2, [], limit=50) == []
     with pytest.raises(ValueError, match="unknown relationship types"):
-        await store.expand(corpus, ["a"], 2, ["calls|IMPORTS"], 50)
+        await store.traverse(corpus, ["a"], 2, ["calls|IMPORTS"], limit=50)
 
 
-async def test_expand_limit_ties_and_seeds(store: GraphStore, corpus: str) -> None:
+async def test_traverse_limit_ties_and_seeds(store: GraphStore, corpus: str) -> None:
     await load_graph(store, corpus)
-    assert summary(await store.expand(corpus, ["a"], 2, ALL_REL_TYPES, 2)) == [
+    assert summary(await store.traverse(corpus, ["a"], 2, ALL_REL_TYPES, limit=2)) == [
         ("b", 1, "a", ("calls",)),
         ("c", 1, "a", ("calls",)),
     ]
-    # c is one hop from both seeds: the smaller seed id wins. Seeds are never hits themselves.
-    assert summary(await store.expand(corpus, ["e", "a", "b"], 1, ALL_REL_TYPES, 50)) == [
+    # c is one hop from both seeds a and e: the earlier seed wins. Seeds are never hits themselves.
+    assert summary(await store.traverse(corpus, ["a", "b", "e"], 1, ALL_REL_TYPES, limit=50)) == [
         ("c", 1, "a", ("calls",)),
         ("d", 1, "b", ("imports",)),
         ("g", 1, "a", ("references",)),
     ]
     # The limit counts hits, not seeds: three hits at hop 1 are not enough for a limit of 4.
-    assert summary(await store.expand(corpus, ["c", "b", "a"], 3, ALL_REL_TYPES, 4)) == [
+    assert summary(await store.traverse(corpus, ["a", "b", "c"], 3, ALL_REL_TYPES, limit=4)) == [
         ("d", 1, "b", ("imports",)),
         ("e", 1, "c", ("inherits",)),
         ("g", 1, "a", ("references",)),
         ("f", 2, "b", ("imports", "calls")),
     ]
-    assert await store.expand(corpus, ["missing"], 2, ALL_REL_TYPES, 50) == []
+    assert await store.traverse(corpus, ["missing"], 2, ALL_REL_TYPES, limit=50) == []
 
 
 @pytest.mark.parametrize("max_hops", [0, 6, -1, True, 2.0, "2"])
-async def test_expand_rejects_bad_max_hops(store: GraphStore, corpus: str, max_hops: object) -> None:
+async def test_traverse_rejects_bad_max_hops(store: GraphStore, corpus: str, max_hops: object) -> None:
     with pytest.raises(ValueError, match="max_hops"):
-        await store.expand(corpus, ["a"], max_hops, ALL_REL_TYPES, 10)  # type: ignore[arg-type]
+        await store.traverse(corpus, ["a"], max_hops, ALL_REL_TYPES, limit=10)  # type: ignore[arg-type]
 
 
 # --- hostile input ------------------------------------------------------------------------------
@@ -331,7 +330,7 @@ async def test_hostile_strings_round_trip(store: GraphStore, corpus: str) -> Non
     for entity in hostile:
         seeds = await store.find_seeds(corpus, [entity.name], ALL_ENTITY_TYPES, 3)
         assert seeds[0] == (entity, 1.0)
-    hits = await store.expand(corpus, [hostile[0].entity_id], 1, ALL_REL_TYPES, 10)
+    hits = await store.traverse(corpus, [hostile[0].entity_id], 1, ALL_REL_TYPES, limit=10)
     assert summary(hits) == [("a", 1, hostile[0].entity_id, ("calls",))]
 
     counts = await store.counts(corpus)
@@ -369,7 +368,7 @@ async def test_delete_corpus_and_isolation(store: GraphStore) -> None:
         await load_graph(store, second)  # same entity ids in another corpus
         await store.delete_files(second, ["app.py"])
         assert (await store.counts(first))["entities"] == 7
-        assert summary(await store.expand(first, ["a"], 1, ALL_REL_TYPES, 10))[0][0] == "b"
+        assert summary(await store.traverse(first, ["a"], 1, ALL_REL_TYPES, limit=10))[0][0] == "b"
 
         await store.delete_corpus(first)
         assert (await store.counts(first))["entities"] == 0
@@ -385,7 +384,7 @@ async def test_reads_on_an_unknown_corpus_are_empty(store: GraphStore) -> None:
     counts = await store.counts(corpus_id)
     assert counts["entities"] == counts["relationships"] == 0
     assert await store.find_seeds(corpus_id, ["x"], ALL_ENTITY_TYPES, 5) == []
-    assert await store.expand(corpus_id, ["x"], 2, ALL_REL_TYPES, 5) == []
+    assert await store.traverse(corpus_id, ["x"], 2, ALL_REL_TYPES, limit=5) == []
     assert await store.get_entities(corpus_id, ["x"]) == []
     assert await store.delete_files(corpus_id, ["x.py"]) == 0
     await store.delete_corpus(corpus_id)

@@ -88,9 +88,9 @@ async def test_graph_store_calls_get_database_spans(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, spans: InMemorySpanExporter
 ) -> None:
     spans.clear()
-    await stack.resources.graph().ping()
+    await stack.resources.graph().counts("c0")
     with telemetry.graph_span("custom", "c1", hits=3):
         pass
     names = {s.name: s for s in spans.get_finished_spans()}
-    assert names["graphstore.ping"].kind == trace.SpanKind.CLIENT
+    assert names["graphstore.counts"].kind == trace.SpanKind.CLIENT
     assert dict(names["graphstore.custom"].attributes or {})["tribrid.corpus"] == "c1"

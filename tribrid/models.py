@@ -46,13 +46,3 @@ class Relation:
     source_id: str
     target_id: str
     type: str  # one of config.RELATIONSHIP_TYPES
-
-
-@dataclass(frozen=True, slots=True)
-class EntityHit:
-    """An entity reached by a graph traversal, with how it was reached."""
-
-    entity: Entity
-    hops: int
-    seed_id: str
-    relationship_types: tuple[str, ...] = ()

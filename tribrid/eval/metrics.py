@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 TOLERANCE = 2
-RECALL_KS = (5, 10, 20)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
-from tribrid.models import Entity, EntityHit, Relation
+from tribrid.models import Entity, Relation
 
 MAX_HOPS = 5  # mirrors GraphSearchConfig.max_hops (le=5)
 
@@ -167,22 +167,6 @@ class GraphStore(GraphReader, Protocol):
         """Delete everything stored for the corpus."""
         ...
 
-    async def expand(
-        self,
-        corpus_id: str,
-        seed_ids: Sequence[str],
-        max_hops: int,
-        relationship_types: Sequence[str],
-        limit: int,
-    ) -> list[EntityHit]:
-        """Entities reachable from the seeds in 1..max_hops steps over the given relation types.
-
-        Relations are followed in both directions. Each hit carries its minimum hop count, the
-        seed and the relation types of a shortest path (ties: smallest seed id, then smallest
-        type sequence). Seeds themselves are not hits. Ordered by hops, then entity id.
-        """
-        ...
-
     async def neighbors(
         self,
         corpus_id: str,
@@ -234,10 +218,6 @@ class GraphStore(GraphReader, Protocol):
 
     async def counts(self, corpus_id: str) -> dict[str, int]:
         """Totals ("entities", "relationships") and per type ("entities.<type>", "relationships.<type>")."""
-        ...
-
-    async def ping(self) -> None:
-        """Raise if the database cannot be reached."""
         ...
 
     async def close(self) -> None:

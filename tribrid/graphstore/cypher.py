@@ -26,7 +26,6 @@ REL_TYPES_BY_LABEL: dict[str, str] = {label: rel_type for rel_type, label in REL
 EXACT_SCORE = 1.0  # name or qualified name equals the term (case-insensitive)
 PREFIX_SCORE = 0.7  # name starts with the term
 FUZZY_SCORE = 0.4  # any other fulltext hit: a word of the qualified name starts with the term, or a typo
-SUBSTRING_SCORE = FUZZY_SCORE  # old name
 
 # An entity without its unresolved references: what search reads for its many seeds and hits.
 # (Up to 64 names per entity would be most of each reply, parsed for nothing.)
@@ -195,7 +194,6 @@ RETURN count(*) AS deleted
 """
 
 
-DIRECTIONS = ("both", "out", "in")
 _PATTERNS = {"both": "-[r:{labels}]-", "out": "-[r:{labels}]->", "in": "<-[r:{labels}]-"}
 
 

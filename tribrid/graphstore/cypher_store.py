@@ -26,7 +26,7 @@ from tribrid.graphstore.base import (
 )
 from tribrid.graphstore.cypher import Dialect
 from tribrid.graphstore.traversal import batches
-from tribrid.models import Entity, EntityHit, Relation
+from tribrid.models import Entity, Relation
 
 Row = dict[str, Any]
 
@@ -75,9 +75,6 @@ class CypherGraphStore(ABC):
     @abstractmethod
     async def _run(self, corpus_id: str, query: str, params: Row, *, write: bool) -> list[Row]:
         """Run one query for the corpus and return its rows as column-name dicts."""
-
-    @abstractmethod
-    async def ping(self) -> None: ...
 
     @abstractmethod
     async def close(self) -> None: ...
@@ -245,19 +242,6 @@ class CypherGraphStore(ABC):
             entity_types=types,
             limit=seeds.FULLTEXT_CANDIDATES,
         )
-
-    async def expand(
-        self,
-        corpus_id: str,
-        seed_ids: Sequence[str],
-        max_hops: int,
-        relationship_types: Sequence[str],
-        limit: int,
-    ) -> list[EntityHit]:
-        hits = await self.traverse(
-            corpus_id, sorted(clean_strings(seed_ids)), max_hops, relationship_types, limit=limit
-        )
-        return [EntityHit(h.entity, h.hops, h.seed_id, h.relationship_types) for h in hits]
 
     async def traverse(
         self,

@@ -111,10 +111,6 @@ class FalkorDBGraphStore(CypherGraphStore):
                 raise
         self._schema_ready.discard(corpus_id)
 
-    async def ping(self) -> None:
-        client = await self._client()
-        await client.connection.ping()
-
     async def close(self) -> None:
         if self._db is not None:
             await self._db.aclose()

@@ -35,8 +35,5 @@ class Neo4jGraphStore(CypherGraphStore):
         )
         return [record.data() for record in result.records]
 
-    async def ping(self) -> None:
-        await self._driver.verify_connectivity()
-
     async def close(self) -> None:
         await self._driver.close()

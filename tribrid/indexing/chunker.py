@@ -13,18 +13,17 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from tree_sitter import Tree
 
 from tribrid.config import IndexerConfig
 from tribrid.indexing.pysyntax import reindent_bracket_continuations, split_lines
+from tribrid.indexing.spans import ChunkBuilder, Span, windows
+from tribrid.indexing.treesitter.chunks import TreeChunker
 from tribrid.indexing.treesitter.parsers import TREE_SITTER_LANGUAGES, parse
 from tribrid.indexing.walker import SourceFile
-from tribrid.models import Chunk, stable_id
-
-Span = tuple[int, int]  # 1-based inclusive line range
+from tribrid.models import Chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +40,7 @@ class ChunkResult:
 
 def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkResult:
     lines = split_lines(source.text)
-    builder = _ChunkBuilder(corpus_id, source, lines)
+    builder = ChunkBuilder(corpus_id, source, lines)
     if source.language == "python":
         tree = _parse_python(source)
         syntax_tree = _parse_python_with_tree_sitter(source, tree is not None)
@@ -60,9 +59,7 @@ def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkR
     return ChunkResult(builder.chunks)
 
 
-def _chunk_tree(builder: _ChunkBuilder, cfg: IndexerConfig, tree: Tree) -> None:
-    from tribrid.indexing.treesitter.chunks import TreeChunker  # it builds on this module's pieces
-
+def _chunk_tree(builder: ChunkBuilder, cfg: IndexerConfig, tree: Tree) -> None:
     TreeChunker(builder, cfg, builder.source.language).run(tree.root_node)
 
 
@@ -86,70 +83,7 @@ def _parse_python_with_tree_sitter(source: SourceFile, valid: bool) -> Tree:
     return tree
 
 
-# --- shared pieces ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _ChunkBuilder:
-    """Builds chunks of one file; numbers chunks sharing (kind, symbol) to keep their ids distinct."""
-
-    corpus_id: str
-    source: SourceFile
-    lines: list[str]
-    chunks: list[Chunk] = field(default_factory=list)
-    _ordinals: Counter[tuple[str, str]] = field(default_factory=Counter)
-
-    def add(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
-        start, end = span
-        ordinal = self._ordinals[(kind, symbol)]
-        self._ordinals[(kind, symbol)] += 1
-        content = "\n".join(self.lines[start - 1 : end])
-        context = "\n".join([f"# file: {self.source.path}", *header])
-        self.chunks.append(
-            Chunk(
-                chunk_id=stable_id(self.corpus_id, self.source.path, kind, symbol, str(ordinal)),
-                corpus_id=self.corpus_id,
-                file_path=self.source.path,
-                start_line=start,
-                end_line=end,
-                language=self.source.language,
-                kind=kind,
-                symbol=symbol,
-                content=content,
-                embed_text=f"{context}\n{content}",
-            )
-        )
-
-    def is_blank(self, line: int) -> bool:
-        return not self.lines[line - 1].strip()
-
-    def trim(self, span: Span) -> Span | None:
-        """The span without its leading and trailing blank lines; None if nothing else is left."""
-        start, end = span
-        while start <= end and self.is_blank(start):
-            start += 1
-        while end >= start and self.is_blank(end):
-            end -= 1
-        return (start, end) if start <= end else None
-
-    def sorted_chunks(self) -> list[Chunk]:
-        return sorted(self.chunks, key=lambda c: (c.start_line, c.end_line))
-
-
-def windows(span: Span, size: int, overlap: int) -> list[Span]:
-    """Cover span with windows of `size` lines, consecutive windows sharing `overlap` lines."""
-    start, end = span
-    step = size - min(overlap, size - 1)  # always advance
-    out: list[Span] = []
-    while True:
-        window_end = min(start + size - 1, end)
-        out.append((start, window_end))
-        if window_end >= end:
-            return out
-        start += step
-
-
-def _add_text_windows(builder: _ChunkBuilder, cfg: IndexerConfig) -> None:
+def _add_text_windows(builder: ChunkBuilder, cfg: IndexerConfig) -> None:
     if not builder.lines:
         return
     for window in windows((1, len(builder.lines)), cfg.text_chunk_lines, cfg.text_chunk_overlap):
@@ -192,7 +126,7 @@ def _markdown_headings(lines: list[str]) -> list[_Heading]:
     return headings
 
 
-def _add_markdown_sections(builder: _ChunkBuilder, cfg: IndexerConfig) -> None:
+def _add_markdown_sections(builder: ChunkBuilder, cfg: IndexerConfig) -> None:
     headings = _markdown_headings(builder.lines)
     for span in _split_section((1, len(builder.lines)), headings, cfg.text_chunk_lines):
         trimmed = builder.trim(span)

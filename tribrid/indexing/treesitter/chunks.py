@@ -6,8 +6,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from tribrid.config import IndexerConfig
-from tribrid.indexing.chunker import Span, _ChunkBuilder, windows
 from tribrid.indexing.pysyntax import module_name
+from tribrid.indexing.spans import ChunkBuilder, Span, windows
 from tribrid.indexing.treesitter.outline import Definition, module_of, outline, signature
 
 # Lines that only close a block: a gap made of these alone is not worth a chunk.
@@ -17,7 +17,7 @@ _BARE_BLOCK_LINES = frozenset(("", "else:", "try:", "finally:", "except:"))
 
 
 class TreeChunker:
-    def __init__(self, builder: _ChunkBuilder, cfg: IndexerConfig, language: str) -> None:
+    def __init__(self, builder: ChunkBuilder, cfg: IndexerConfig, language: str) -> None:
         self.builder = builder
         self.cfg = cfg
         self.language = language

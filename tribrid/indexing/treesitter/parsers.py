@@ -40,10 +40,6 @@ def grammar_name(source: SourceFile) -> str:
     return source.language
 
 
-def supports(source: SourceFile) -> bool:
-    return source.language in TREE_SITTER_LANGUAGES
-
-
 def parse(source: SourceFile) -> Tree:
     return Parser(grammar_for(grammar_name(source))).parse(source.text.encode("utf-8"))
 

