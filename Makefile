@@ -22,10 +22,13 @@ $(STAMP): pyproject.toml
 
 protos: $(PROTO_OUT)
 
-$(PROTO_OUT): $(PROTO_SRC) $(STAMP)
+$(PROTO_OUT): $(PROTO_SRC) $(STAMP) services/bridge/openapi.py services/bridge/contract.py
 	mkdir -p tribrid/v1
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. $(PROTO_SRC)
-	touch tribrid/v1/__init__.py $(PROTO_OUT)
+	touch tribrid/v1/__init__.py
+	# the HTTP bridge's OpenAPI document, from the descriptors and the .proto comments
+	$(PY) -m services.bridge.openapi tribrid/v1/openapi.json
+	touch $(PROTO_OUT)
 
 up: install
 	$(BIN)/tribrid up

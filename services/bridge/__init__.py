@@ -1,1 +1,1 @@
-"""HTTP/JSON bridge: a thin gRPC client of the fusion gateway and the indexer."""
+"""HTTP/JSON bridge: the public gRPC RPCs (their `google.api.http` rules) as JSON routes."""

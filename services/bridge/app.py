@@ -1,22 +1,30 @@
-"""The HTTP/JSON bridge: JSON in, gRPC to the gateway (search) or the indexer (index, corpora), JSON out.
+"""The HTTP/JSON bridge: one route per `google.api.http` rule of the contract, each a gRPC call.
 
-No retrieval logic lives here. Bodies are the proto messages in JSON (google.protobuf.json_format:
-lowerCamelCase or original field names, unknown fields rejected); gRPC status codes map to HTTP
-statuses; error bodies are {"code": "INVALID_ARGUMENT", "message": "..."}. A caller deadline comes from
-a `grpc-timeout` header (e.g. "500m", "2S") or `X-Request-Timeout-Ms`.
+No retrieval logic lives here, and no list of routes: they come from the services' descriptors
+(services.bridge.contract). A `body: "*"` route reads the request message from the JSON body
+(google.protobuf.json_format: lowerCamelCase or proto field names, unknown fields rejected); a GET
+or DELETE route reads it from the path parameters and the query string (`?limit=5&filters.pathGlob=x`,
+scalar fields only, unknown parameters rejected). Answers are the response messages in proto3
+JSON; gRPC status codes map to HTTP statuses as grpc-gateway maps them; error bodies are
+{"code": "INVALID_ARGUMENT", "message": "..."}. A caller deadline comes from a `grpc-timeout`
+header (e.g. "500m", "2S") or `X-Request-Timeout-Ms`. A server-streaming RPC answers its last
+message, or every message as NDJSON with `?stream=true` or `Accept: application/x-ndjson`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, cast
 
 import grpc
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry import trace
@@ -26,20 +34,31 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from services.bridge import openapi
+from services.bridge.contract import (
+    HTTP_STATUS,
+    HTTP_STATUS_OTHER,
+    NDJSON,
+    NO_BODY_VERBS,
+    STREAM_PARAM,
+    HttpRoute,
+    config_name,
+    http_routes,
+    public_services,
+    resolve_scalar,
+    starlette_param,
+)
 from tribrid import telemetry
-from tribrid.v1 import common_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+from tribrid.config import TriBridConfig
+from tribrid.v1 import fusion_pb2
 
-HTTP_STATUS = {
-    grpc.StatusCode.INVALID_ARGUMENT: 400,
-    grpc.StatusCode.NOT_FOUND: 404,
-    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
-    grpc.StatusCode.UNAVAILABLE: 503,
-}
+log = logging.getLogger(__name__)
+
 _GRPC_TIMEOUT_RE = re.compile(r"^(\d{1,8})([HMSmun])$")
 _GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
-NDJSON = "application/x-ndjson"
-
-M = TypeVar("M", bound=Message)
+_TRUE = ("1", "true")
+# /readyz asks the gateway's health service.
+READY_SERVICE = fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name
 
 
 class BridgeError(Exception):
@@ -54,9 +73,13 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"code": code, "message": message}, status_code=status)
 
 
+def invalid(message: str) -> BridgeError:
+    return BridgeError(400, "INVALID_ARGUMENT", message)
+
+
 def grpc_error(err: grpc.aio.AioRpcError) -> BridgeError:
     code = err.code()
-    return BridgeError(HTTP_STATUS.get(code, 500), code.name, err.details() or code.name)
+    return BridgeError(HTTP_STATUS.get(code, HTTP_STATUS_OTHER), code.name, err.details() or code.name)
 
 
 def to_json(message: Message) -> dict[str, Any]:
@@ -69,9 +92,7 @@ def caller_timeout(request: Request, default_s: float | None) -> float | None:
     if raw is not None:
         match = _GRPC_TIMEOUT_RE.match(raw.strip())
         if match is None:
-            raise BridgeError(
-                400, "INVALID_ARGUMENT", f"bad grpc-timeout header {raw!r}, e.g. '500m' or '2S'"
-            )
+            raise invalid(f"bad grpc-timeout header {raw!r}, e.g. '500m' or '2S'")
         return int(match.group(1)) * _GRPC_TIMEOUT_UNITS[match.group(2)]
     raw = request.headers.get("x-request-timeout-ms")
     if raw is not None:
@@ -80,32 +101,75 @@ def caller_timeout(request: Request, default_s: float | None) -> float | None:
         except ValueError:
             ms = -1
         if ms <= 0:
-            raise BridgeError(
-                400, "INVALID_ARGUMENT", f"X-Request-Timeout-Ms must be a positive number, got {raw!r}"
-            )
+            raise invalid(f"X-Request-Timeout-Ms must be a positive number, got {raw!r}")
         return ms / 1000
     return default_s
 
 
-async def parse_body(request: Request, message: M) -> M:
+async def parse_body(request: Request, message: Message) -> None:
     body = await request.body()
     try:
         text = body.decode("utf-8") if body else "{}"
         if not isinstance(json.loads(text), dict):
-            raise BridgeError(400, "INVALID_ARGUMENT", "the request body must be a JSON object")
+            raise invalid("the request body must be a JSON object")
         json_format.Parse(text, message, ignore_unknown_fields=False)
     except (UnicodeDecodeError, json.JSONDecodeError, json_format.ParseError) as err:
-        raise BridgeError(400, "INVALID_ARGUMENT", f"malformed JSON body: {err}") from None
-    return message
+        raise invalid(f"malformed JSON body: {err}") from None
+
+
+def _query_value(field: FieldDescriptor, raw: str) -> Any:
+    """A query-string value as json_format reads it (which takes numbers and enums as strings)."""
+    if field.type != FieldDescriptor.TYPE_BOOL:
+        return raw
+    if raw.lower() in ("true", "1"):
+        return True
+    if raw.lower() in ("false", "0"):
+        return False
+    return raw  # json_format names the field in its error
+
+
+def _set_path(tree: dict[str, Any], chain: tuple[FieldDescriptor, ...], value: Any) -> None:
+    for field in chain[:-1]:
+        tree = tree.setdefault(field.name, {})
+    tree[chain[-1].name] = value
+
+
+def parse_params(request: Request, route: HttpRoute, message: Message) -> None:
+    """Path parameters, and for GET/DELETE the query string, onto the request message."""
+    tree: dict[str, Any] = {}
+    for field_path in route.path_fields:
+        chain = resolve_scalar(route.method.input_type, field_path)
+        assert chain is not None  # checked when the route was read
+        _set_path(tree, chain, _query_value(chain[-1], request.path_params[starlette_param(field_path)]))
+    for name in dict.fromkeys(request.query_params.keys()):
+        if route.server_streaming and name == STREAM_PARAM:
+            continue
+        values = request.query_params.getlist(name)
+        chain = resolve_scalar(route.method.input_type, name) if route.verb in NO_BODY_VERBS else None
+        if chain is None:
+            raise invalid(f"unknown query parameter {name!r} for {route.verb} {route.template}")
+        proto_path = ".".join(f.name for f in chain)
+        if proto_path in route.path_fields:
+            raise invalid(f"query parameter {name!r} is set by the path {route.template}")
+        field = chain[-1]
+        if not field.is_repeated and len(values) > 1:
+            raise invalid(f"query parameter {name!r} is given {len(values)} times")
+        converted = [_query_value(field, v) for v in values]
+        _set_path(tree, chain, converted if field.is_repeated else converted[0])
+    try:
+        json_format.ParseDict(tree, message, ignore_unknown_fields=False)
+    except json_format.ParseError as err:
+        raise invalid(f"bad path or query parameter: {err}") from None
 
 
 class Backend:
-    """Long-lived channels to the gateway and the indexer, opened on first use (inside the event loop)."""
+    """Long-lived channels to the services, opened on first use (inside the event loop)."""
 
-    def __init__(self, fusion_address: str, indexer_address: str) -> None:
-        self.fusion_address = fusion_address
-        self.indexer_address = indexer_address
+    def __init__(self, addresses: Mapping[str, str]) -> None:
+        self.addresses = dict(addresses)
         self._channels: dict[str, grpc.aio.Channel] = {}
+        # one multicallable per RPC ("/tribrid.v1.GraphSearch/Stats"), on its service's channel
+        self._calls: dict[str, Any] = {}
 
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self._channels:
@@ -114,19 +178,35 @@ class Backend:
             )
         return self._channels[address]
 
-    def fusion(self) -> fusion_pb2_grpc.FusionStub:
-        return fusion_pb2_grpc.FusionStub(self.channel(self.fusion_address))
+    def unary(self, route: HttpRoute) -> grpc.aio.UnaryUnaryMultiCallable:
+        if route.grpc_path not in self._calls:
+            self._calls[route.grpc_path] = self._channel_of(route).unary_unary(
+                route.grpc_path,
+                request_serializer=route.request_class.SerializeToString,
+                response_deserializer=route.response_class.FromString,
+            )
+        return self._calls[route.grpc_path]
 
-    def indexer(self) -> indexer_pb2_grpc.IndexerStub:
-        return indexer_pb2_grpc.IndexerStub(self.channel(self.indexer_address))
+    def streaming(self, route: HttpRoute) -> grpc.aio.UnaryStreamMultiCallable:
+        if route.grpc_path not in self._calls:
+            self._calls[route.grpc_path] = self._channel_of(route).unary_stream(
+                route.grpc_path,
+                request_serializer=route.request_class.SerializeToString,
+                response_deserializer=route.response_class.FromString,
+            )
+        return self._calls[route.grpc_path]
+
+    def _channel_of(self, route: HttpRoute) -> grpc.aio.Channel:
+        return self.channel(self.addresses[route.service.full_name])
 
     def health(self) -> health_pb2_grpc.HealthStub:
-        return health_pb2_grpc.HealthStub(self.channel(self.fusion_address))
+        return health_pb2_grpc.HealthStub(self.channel(self.addresses[READY_SERVICE]))
 
     async def close(self) -> None:
         for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
+        self._calls.clear()
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -154,40 +234,50 @@ def _observed(route: str, handler: Handler) -> Handler:
     return wrapped
 
 
-def create_app(
-    fusion_address: str,
-    indexer_address: str,
-    search_timeout_s: float | None = 5.0,
-    index_timeout_s: float | None = None,
-) -> Starlette:
-    """The bridge app; `search_timeout_s` is the deadline when the caller sends none."""
-    backend = Backend(fusion_address, indexer_address)
+def _wants_stream(request: Request) -> bool:
+    """Every message as NDJSON: `?stream=true` (or 1), or `Accept: application/x-ndjson`."""
+    asked = request.query_params.get(STREAM_PARAM, "").lower() in _TRUE
+    return asked or NDJSON in request.headers.get("accept", "")
 
-    async def search(request: Request) -> Response:
-        timeout = caller_timeout(request, search_timeout_s)
-        message = await parse_body(request, common_pb2.SearchRequest())
+
+def default_timeout(route: HttpRoute, timeout_s: float | None) -> float | None:
+    """The deadline of a call whose caller sends none: `timeout_s` for a unary read or search; none
+    for a server-streaming call (indexing) or a DELETE (a delete cut short is worse than a slow one)."""
+    return None if route.server_streaming or route.verb == "DELETE" else timeout_s
+
+
+def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> Handler:
+    """One http rule: the request message from the body or the path and query, one gRPC call."""
+    fallback_timeout = default_timeout(route, timeout_s)
+
+    async def request_message(request: Request) -> tuple[Message, float | None]:
+        timeout = caller_timeout(request, fallback_timeout)
+        message = route.request_class()
+        if route.body == "*":
+            await parse_body(request, message)
+        parse_params(request, route, message)
+        return message, timeout
+
+    async def unary(request: Request) -> Response:
+        message, timeout = await request_message(request)
         try:
-            reply = await backend.fusion().Search(message, timeout=timeout)
+            reply = await backend.unary(route)(message, timeout=timeout)
         except grpc.aio.AioRpcError as err:
             raise grpc_error(err) from None
         return JSONResponse(to_json(reply))
 
-    async def index(request: Request) -> Response:
-        timeout = caller_timeout(request, index_timeout_s)
-        message = await parse_body(request, indexer_pb2.IndexCorpusRequest())
-        stream = backend.indexer().IndexCorpus(message, timeout=timeout)
-        wants_stream = request.query_params.get("stream") in ("1", "true") or NDJSON in request.headers.get(
-            "accept", ""
-        )
-        if not wants_stream:
-            last = indexer_pb2.IndexProgress()
+    async def streaming(request: Request) -> Response:
+        message, timeout = await request_message(request)
+        stream = backend.streaming(route)(message, timeout=timeout)
+        if not _wants_stream(request):
+            last = route.response_class()
             try:
                 async for event in stream:
                     last = event
             except grpc.aio.AioRpcError as err:
                 raise grpc_error(err) from None
             return JSONResponse(to_json(last))
-        try:  # the first event decides the HTTP status; later errors become an error line
+        try:  # the first message decides the HTTP status; later errors become an error line
             first = await stream.read()
         except grpc.aio.AioRpcError as err:
             raise grpc_error(err) from None
@@ -204,19 +294,37 @@ def create_app(
 
         return StreamingResponse(lines(), media_type=NDJSON)
 
-    async def corpora(request: Request) -> Response:
-        timeout = caller_timeout(request, search_timeout_s)
-        try:
-            reply = await backend.indexer().ListCorpora(indexer_pb2.ListCorporaRequest(), timeout=timeout)
-        except grpc.aio.AioRpcError as err:
-            raise grpc_error(err) from None
-        return JSONResponse(to_json(reply))
+    return streaming if route.server_streaming else unary
+
+
+def load_openapi(path: Path | None) -> bytes:
+    """The document `make protos` wrote, else one built now (without the .proto comments)."""
+    if path is not None and path.is_file():
+        return path.read_bytes()
+    log.warning("no %s: serving an OpenAPI document without descriptions", path)
+    return json.dumps(openapi.build_document()).encode()
+
+
+def create_app(
+    addresses: Mapping[str, str],
+    timeout_s: float | None = 5.0,
+    openapi_path: Path | None = openapi.DEFAULT_PATH,
+) -> Starlette:
+    """The bridge app. `addresses`: by service full name ("tribrid.v1.GraphSearch"), one for every
+    public service; `timeout_s`: see default_timeout; `openapi_path`: the document `make protos`
+    wrote (built here when absent)."""
+    routes_read = http_routes()
+    missing = sorted({r.service.full_name for r in routes_read} - set(addresses))
+    if missing or READY_SERVICE not in addresses:
+        raise ValueError(f"no address for {', '.join(missing or [READY_SERVICE])}")
+    backend = Backend(addresses)
+    document = load_openapi(openapi_path)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        check = health_pb2.HealthCheckRequest(service="tribrid.v1.Fusion")
+        check = health_pb2.HealthCheckRequest(service=READY_SERVICE)
         try:
             reply = await backend.health().Check(check, timeout=1.0)
         except grpc.aio.AioRpcError as err:
@@ -226,8 +334,8 @@ def create_app(
             return error_response(503, "UNAVAILABLE", f"gateway is {status}")
         return JSONResponse({"status": status})
 
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(OPENAPI)
+    async def openapi_json(request: Request) -> Response:
+        return Response(document, media_type="application/json")
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return error_response(404, "NOT_FOUND", f"no route {request.method} {request.url.path}")
@@ -242,13 +350,16 @@ def create_app(
         yield
         await backend.close()
 
+    # A literal path wins over a template that also matches it.
+    ordered = sorted(routes_read, key=lambda r: len(r.path_fields))
     routes = [
-        Route("/v1/search", _observed("/v1/search", search), methods=["POST"]),
-        Route("/v1/index", _observed("/v1/index", index), methods=["POST"]),
-        Route("/v1/corpora", _observed("/v1/corpora", corpora), methods=["GET"]),
+        Route(r.starlette_path, _observed(r.template, rpc_handler(r, backend, timeout_s)), methods=[r.verb])
+        for r in ordered
+    ]
+    routes += [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", _observed("/readyz", readyz), methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/openapi.json", openapi_json, methods=["GET"]),
     ]
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed}
@@ -257,187 +368,12 @@ def create_app(
     return app
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _json_body(schema: str) -> dict[str, Any]:
-    return {"required": True, "content": {"application/json": {"schema": _ref(schema)}}}
-
-
-def _ok(schema: str, description: str = "OK") -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
-
-
-_ERRORS = {
-    "400": {
-        "description": "Malformed JSON or invalid argument",
-        "content": {"application/json": {"schema": _ref("Error")}},
-    },
-    "404": {"description": "Not found", "content": {"application/json": {"schema": _ref("Error")}}},
-    "500": {"description": "Internal error", "content": {"application/json": {"schema": _ref("Error")}}},
-    "503": {
-        "description": "Gateway or legs unavailable",
-        "content": {"application/json": {"schema": _ref("Error")}},
-    },
-    "504": {"description": "Deadline exceeded", "content": {"application/json": {"schema": _ref("Error")}}},
-}
-_TIMEOUT_HEADERS = [
-    {
-        "name": "X-Request-Timeout-Ms",
-        "in": "header",
-        "required": False,
-        "schema": {"type": "number", "exclusiveMinimum": 0},
-        "description": "Caller deadline in milliseconds, propagated as the gRPC deadline.",
-    },
-    {
-        "name": "grpc-timeout",
-        "in": "header",
-        "required": False,
-        "schema": {"type": "string", "pattern": "^[0-9]{1,8}[HMSmun]$"},
-        "description": "Caller deadline in gRPC wire format (500m = 500 ms); wins over X-Request-Timeout-Ms.",
-    },
-]
-_OBJ = {"type": "object", "additionalProperties": True}
-
-OPENAPI: dict[str, Any] = {
-    "openapi": "3.0.3",
-    "info": {
-        "title": "TriBridRAG HTTP/JSON bridge",
-        "version": "1.0.0",
-        "description": "tribrid.v1 protobuf messages as JSON (lowerCamelCase or proto names).",
-    },
-    "paths": {
-        "/v1/search": {
-            "post": {
-                "summary": "Fused tri-brid search (tribrid.v1.Fusion/Search)",
-                "parameters": _TIMEOUT_HEADERS,
-                "requestBody": _json_body("SearchRequest"),
-                "responses": {"200": _ok("FusionSearchResponse"), **_ERRORS},
-            }
-        },
-        "/v1/index": {
-            "post": {
-                "summary": "Index a corpus (tribrid.v1.Indexer/IndexCorpus)",
-                "parameters": [
-                    *_TIMEOUT_HEADERS,
-                    {
-                        "name": "stream",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "boolean"},
-                        "description": "Stream progress events as NDJSON (or Accept: application/x-ndjson).",
-                    },
-                ],
-                "requestBody": _json_body("IndexCorpusRequest"),
-                "responses": {
-                    "200": {
-                        "description": "The final progress event, or NDJSON progress events when streaming",
-                        "content": {
-                            "application/json": {"schema": _ref("IndexProgress")},
-                            NDJSON: {"schema": _ref("IndexProgress")},
-                        },
-                    },
-                    **_ERRORS,
-                },
-            }
-        },
-        "/v1/corpora": {
-            "get": {
-                "summary": "Indexed corpora (tribrid.v1.Indexer/ListCorpora)",
-                "responses": {"200": _ok("ListCorporaResponse"), **_ERRORS},
-            }
-        },
-        "/healthz": {
-            "get": {
-                "summary": "Liveness: the bridge process is up",
-                "responses": {
-                    "200": {"description": "up", "content": {"application/json": {"schema": _OBJ}}}
-                },
-            }
-        },
-        "/readyz": {
-            "get": {
-                "summary": "Readiness: the gateway's gRPC health check is SERVING",
-                "responses": {
-                    "200": {"description": "ready", "content": {"application/json": {"schema": _OBJ}}},
-                    "503": _ERRORS["503"],
-                },
-            }
-        },
-        "/openapi.json": {
-            "get": {
-                "summary": "This document",
-                "responses": {
-                    "200": {
-                        "description": "OpenAPI 3 document",
-                        "content": {"application/json": {"schema": _OBJ}},
-                    }
-                },
-            }
-        },
-    },
-    "components": {
-        "schemas": {
-            "Error": {
-                "type": "object",
-                "required": ["code", "message"],
-                "properties": {
-                    "code": {"type": "string", "example": "INVALID_ARGUMENT"},
-                    "message": {"type": "string"},
-                },
-            },
-            "SearchRequest": {
-                "type": "object",
-                "required": ["corpusId", "query"],
-                "properties": {
-                    "corpusId": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
-                    "query": {"type": "string"},
-                    "topK": {"type": "integer", "minimum": 1},
-                    "filters": {
-                        "type": "object",
-                        "properties": {
-                            "pathGlob": {"type": "string"},
-                            "languages": {"type": "array", "items": {"type": "string"}},
-                        },
-                    },
-                    "overrides": {
-                        "type": "object",
-                        "description": "tribrid.v1.SearchOverrides; unset fields keep the defaults.",
-                        "additionalProperties": True,
-                    },
-                },
-            },
-            "FusionSearchResponse": {
-                "type": "object",
-                "properties": {
-                    "matches": {"type": "array", "items": _OBJ},
-                    "legs": {"type": "array", "items": _OBJ},
-                    "partial": {"type": "boolean"},
-                    "tookMs": {"type": "number"},
-                    "fusionMethod": {"type": "string"},
-                },
-            },
-            "IndexCorpusRequest": {
-                "type": "object",
-                "required": ["corpusId", "path"],
-                "properties": {"corpusId": {"type": "string"}, "path": {"type": "string"}},
-            },
-            "IndexProgress": {
-                "type": "object",
-                "properties": {
-                    "phase": {"type": "string"},
-                    "done": {"type": "boolean"},
-                    "chunksTotal": {"type": "integer"},
-                    "filesSeen": {"type": "integer"},
-                    "message": {"type": "string"},
-                },
-                "additionalProperties": True,
-            },
-            "ListCorporaResponse": {
-                "type": "object",
-                "properties": {"corpora": {"type": "array", "items": _OBJ}},
-            },
-        }
-    },
-}
+def addresses_from_config(cfg: TriBridConfig) -> dict[str, str]:
+    """Each public service's address (`services.<name>_address`, else bind_host:<name>_port)."""
+    addresses = {}
+    for service in public_services():
+        name = config_name(service)
+        if not hasattr(cfg.services, f"{name}_address"):
+            raise ValueError(f"{service.full_name}: no services.{name}_address in the config")
+        addresses[service.full_name] = cfg.services.address(cast(Any, name))
+    return addresses

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from services.bridge.app import create_app
+from services.bridge.app import addresses_from_config, create_app
 from tribrid.config import TriBridConfig
 
 log = logging.getLogger(__name__)
@@ -41,11 +41,10 @@ class BridgeServer:
             await self._task
 
 
-async def start_bridge(
-    cfg: TriBridConfig, host: str, port: int, fusion_address: str, indexer_address: str
-) -> BridgeServer:
-    """Serve the bridge on host:port (0 = a free port) until stopped."""
-    app = create_app(fusion_address, indexer_address, search_timeout_s=cfg.fusion.default_deadline_ms / 1000)
+async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer:
+    """Serve the bridge on host:port (0 = a free port) until stopped; it calls the services at
+    their addresses in `cfg.services`."""
+    app = create_app(addresses_from_config(cfg), timeout_s=cfg.fusion.default_deadline_ms / 1000)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
