@@ -1,4 +1,5 @@
-"""The HTTP/JSON bridge over the real stack: JSON round trips, field-name styles, status mapping."""
+"""The HTTP/JSON bridge over the real stack: routes from the http rules, JSON round trips against the
+direct gRPC answers, field-name styles, query and path parameters, status mapping."""
 
 from __future__ import annotations
 
@@ -6,47 +7,54 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
 import pytest
+from google.api import http_pb2  # type: ignore[import-untyped]
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from starlette.requests import Request
 
+from services.bridge.app import BridgeError, parse_params
+from services.bridge.contract import HttpRoute, http_route, http_routes
+from services.bridge.openapi import BRIDGE_PATHS
 from services.bridge.service import BridgeServer, start_bridge
 from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack
+from tribrid.config import TriBridConfig
+from tribrid.legs import LEGS
 from tribrid.server import RunningServer, ServiceSpec, start_server
-from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+from tribrid.v1 import (
+    common_pb2,
+    fusion_options_pb2,
+    fusion_pb2,
+    fusion_pb2_grpc,
+    graph_pb2,
+    graph_pb2_grpc,
+    indexer_pb2,
+    indexer_pb2_grpc,
+    legs_pb2,
+)
 
 
-async def _bridge(stack: Stack, fusion_address: str) -> BridgeServer:
-    indexer = f"127.0.0.1:{stack.servers['indexer'].port}"
-    return await start_bridge(stack.cfg, "127.0.0.1", 0, fusion_address, indexer)
+def _config(stack: Stack, **addresses: str) -> TriBridConfig:
+    """The stack's config, every service at the port it runs on (or at `<name>=address`)."""
+    update = {f"{name}_address": f"127.0.0.1:{server.port}" for name, server in stack.servers.items()}
+    update |= {f"{name}_address": address for name, address in addresses.items()}
+    return stack.cfg.model_copy(update={"services": stack.cfg.services.model_copy(update=update)})
+
+
+async def _bridge(stack: Stack, **addresses: str) -> BridgeServer:
+    return await start_bridge(_config(stack, **addresses), "127.0.0.1", 0)
 
 
 @pytest.fixture
 async def client(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> AsyncIterator[httpx.AsyncClient]:
-    bridge = await _bridge(stack, f"127.0.0.1:{stack.servers['fusion'].port}")
+    bridge = await _bridge(stack)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=60) as http:
         yield http
     await bridge.stop(0)
-
-
-async def test_health_ready_and_openapi(client: httpx.AsyncClient) -> None:
-    assert (await client.get("/healthz")).json() == {"status": "ok"}
-    ready = await client.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"status": "SERVING"}
-    doc = (await client.get("/openapi.json")).json()
-    assert doc["openapi"].startswith("3.")
-    assert set(doc["paths"]) == {
-        "/v1/search",
-        "/v1/index",
-        "/v1/corpora",
-        "/healthz",
-        "/readyz",
-        "/openapi.json",
-    }
-    for path in doc["paths"].values():  # every $ref resolves
-        for ref in _refs(path):
-            assert ref.removeprefix("#/components/schemas/") in doc["components"]["schemas"]
 
 
 def _refs(node: object) -> list[str]:
@@ -57,6 +65,26 @@ def _refs(node: object) -> list[str]:
     return []
 
 
+async def test_health_ready_and_openapi(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200 and ready.json() == {"status": "SERVING"}
+    reply = await client.get("/openapi.json")
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("application/json")
+    doc = reply.json()
+    assert doc["openapi"].startswith("3.")
+    assert set(doc["paths"]) == {r.template for r in http_routes()} | set(BRIDGE_PATHS)
+    assert {"/v1/graph/neighbors", "/v1/graph/{corpus_id}/stats", "/v1/corpora/{corpus_id}"} <= set(
+        doc["paths"]
+    )
+    for ref in _refs(doc):  # every $ref resolves
+        _hash, _components, kind, name = ref.split("/")
+        assert name in doc["components"][kind], ref
+
+
+# --- search -------------------------------------------------------------------------------------
+
+
 async def test_search_json_round_trip_camel_and_snake_case(client: httpx.AsyncClient) -> None:
     camel = await client.post(
         "/v1/search", json={"corpusId": SAMPLE_CORPUS, "query": "validate_card_number", "topK": 3}
@@ -65,8 +93,8 @@ async def test_search_json_round_trip_camel_and_snake_case(client: httpx.AsyncCl
     body = camel.json()
     assert len(body["matches"]) <= 3
     assert body["matches"][0]["symbol"] == "shop.payment.validate_card_number"
-    assert body["fusionMethod"] == "rrf" and "partial" in body and body["tookMs"] > 0
-    assert {leg["leg"] for leg in body["legs"]} == {"LEG_VECTOR", "LEG_SPARSE", "LEG_GRAPH"}
+    assert "partial" in body and body["tookMs"] > 0
+    assert {leg["leg"] for leg in body["legs"]} == {legs_pb2.Leg.Name(leg.value) for leg in LEGS}
     explain = body["matches"][0]["explain"]
     assert all({"leg", "rank", "rawScore", "normalizedScore", "contribution"} <= set(e) for e in explain)
 
@@ -77,14 +105,21 @@ async def test_search_json_round_trip_camel_and_snake_case(client: httpx.AsyncCl
                 "corpus_id": SAMPLE_CORPUS,
                 "query": "validate_card_number",
                 "top_k": 3,
-                "overrides": {"max_chunks_per_file": 1, "fusion_method": "weighted"},
+                "options": {
+                    "fusion": {
+                        "max_chunks_per_file": 1,
+                        "method": fusion_options_pb2.FusionMethod.Name(
+                            fusion_options_pb2.FUSION_METHOD_WEIGHTED
+                        ),
+                    }
+                },
             }
         ),
         headers={"content-type": "application/json"},
     )
     assert snake.status_code == 200, snake.text
     files = [m["filePath"] for m in snake.json()["matches"]]
-    assert len(files) == len(set(files)) and snake.json()["fusionMethod"] == "weighted"
+    assert len(files) == len(set(files)) and "weighted" in snake.json()["fusionMethod"].lower()
 
 
 @pytest.mark.parametrize(
@@ -93,9 +128,9 @@ async def test_search_json_round_trip_camel_and_snake_case(client: httpx.AsyncCl
         ("{not json", "malformed JSON"),
         ("[1, 2]", "JSON object"),
         (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "x", "noSuchField": 1}), "malformed JSON"),
+        (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "x", "overrides": {}}), "malformed JSON"),
         (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "x", "topK": "many"}), "malformed JSON"),
         (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "   "}), "query is empty"),
-        (json.dumps({"corpusId": "no-such-corpus", "query": "cart"}), "unknown corpus"),
     ],
 )
 async def test_bad_requests_are_400(client: httpx.AsyncClient, body: str, message: str) -> None:
@@ -103,6 +138,12 @@ async def test_bad_requests_are_400(client: httpx.AsyncClient, body: str, messag
     assert reply.status_code == 400, reply.text
     assert reply.json()["code"] == "INVALID_ARGUMENT"
     assert message in reply.json()["message"]
+
+
+async def test_unknown_corpus_is_404(client: httpx.AsyncClient) -> None:
+    reply = await client.post("/v1/search", json={"corpusId": "no-such-corpus", "query": "cart"})
+    assert reply.status_code == 404, reply.text
+    assert reply.json()["code"] == "NOT_FOUND" and "no-such-corpus" in reply.json()["message"]
 
 
 async def test_caller_deadline_is_propagated_504(client: httpx.AsyncClient) -> None:
@@ -118,29 +159,30 @@ async def test_caller_deadline_is_propagated_504(client: httpx.AsyncClient) -> N
 
 
 async def test_gateway_down_is_503(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
-    bridge = await _bridge(stack, "127.0.0.1:1")
+    bridge = await _bridge(stack, fusion="127.0.0.1:1")
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=30) as http:
         reply = await http.post("/v1/search", json={"corpusId": SAMPLE_CORPUS, "query": "cart"})
         assert reply.status_code == 503 and reply.json()["code"] == "UNAVAILABLE"
         assert (await http.get("/readyz")).status_code == 503
         assert (await http.get("/healthz")).status_code == 200  # the process itself is up
+        # the other services are still reached
+        assert (await http.get(f"/v1/graph/{SAMPLE_CORPUS}/stats")).status_code == 200
     await bridge.stop(0)
 
 
-class NotFoundGateway(fusion_pb2_grpc.FusionServicer):
-    """An injected fault: a gateway answering NOT_FOUND (and one INTERNAL error)."""
+class FaultyGateway(fusion_pb2_grpc.FusionServicer):
+    """An injected fault: a gateway answering the status code named by the query."""
 
     async def Search(
         self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> fusion_pb2.FusionSearchResponse:
-        if request.query == "boom":
-            await context.abort(grpc.StatusCode.INTERNAL, "exploded")
-        await context.abort(grpc.StatusCode.NOT_FOUND, f"corpus {request.corpus_id!r} not found")
+        code = grpc.StatusCode[request.query]
+        await context.abort(code, f"{code.name} for {request.corpus_id!r}")
         raise AssertionError("unreachable")
 
 
-async def test_not_found_and_other_codes(stack: Stack, client: httpx.AsyncClient) -> None:
-    servicer = NotFoundGateway()
+async def test_status_codes_map_like_grpc_gateway(stack: Stack, client: httpx.AsyncClient) -> None:
+    servicer = FaultyGateway()
     fake = await start_server(
         [
             ServiceSpec(
@@ -150,30 +192,51 @@ async def test_not_found_and_other_codes(stack: Stack, client: httpx.AsyncClient
         "127.0.0.1",
         0,
     )
-    bridge = await _bridge(stack, f"127.0.0.1:{fake.port}")
+    bridge = await _bridge(stack, fusion=f"127.0.0.1:{fake.port}")
+    expected = {
+        "NOT_FOUND": 404,
+        "FAILED_PRECONDITION": 400,
+        "OUT_OF_RANGE": 400,
+        "UNAUTHENTICATED": 401,
+        "PERMISSION_DENIED": 403,
+        "ALREADY_EXISTS": 409,
+        "ABORTED": 409,
+        "RESOURCE_EXHAUSTED": 429,
+        "UNIMPLEMENTED": 501,
+        "INTERNAL": 500,
+        "DATA_LOSS": 500,
+    }
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=30) as http:
-            reply = await http.post("/v1/search", json={"corpusId": "gone", "query": "cart"})
-            assert reply.status_code == 404
-            assert reply.json() == {"code": "NOT_FOUND", "message": "corpus 'gone' not found"}
-            boom = await http.post("/v1/search", json={"corpusId": "gone", "query": "boom"})
-            assert boom.status_code == 500 and boom.json()["code"] == "INTERNAL"
+            for code, status in expected.items():
+                reply = await http.post("/v1/search", json={"corpusId": "gone", "query": code})
+                assert reply.status_code == status, (code, reply.text)
+                assert reply.json() == {"code": code, "message": f"{code} for 'gone'"}
     finally:
         await bridge.stop(0)
         await _stop(fake)
     route = await client.get("/v1/nothing-here")
     assert route.status_code == 404 and route.json()["code"] == "NOT_FOUND"
     assert (await client.get("/v1/search")).status_code == 405
+    assert (await client.post("/v1/corpora")).status_code == 405
 
 
 async def _stop(server: RunningServer) -> None:
     await server.stop(0)
 
 
-async def test_corpora_and_index(stack: Stack, client: httpx.AsyncClient, tmp_path: Path) -> None:
+# --- indexer ------------------------------------------------------------------------------------
+
+
+async def test_corpora_index_and_delete(stack: Stack, client: httpx.AsyncClient, tmp_path: Path) -> None:
     corpora = await client.get("/v1/corpora")
     assert corpora.status_code == 200
     assert SAMPLE_CORPUS in {c["corpusId"] for c in corpora.json()["corpora"]}
+    async with stack.channel("indexer") as channel:
+        direct = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(indexer_pb2.ListCorporaRequest())
+    assert corpora.json() == _json(direct)
+    unknown = await client.get("/v1/corpora?corpusId=x")
+    assert unknown.status_code == 400 and "unknown query parameter 'corpusId'" in unknown.json()["message"]
 
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE_REPO, root)
@@ -194,8 +257,222 @@ async def test_corpora_and_index(stack: Stack, client: httpx.AsyncClient, tmp_pa
             "INVALID_ARGUMENT",
             "NOT_FOUND",
         )
+        chunks = final.json()["chunksTotal"]
+        deleted = await client.delete(f"/v1/corpora/{corpus}")
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json() == {"deleted": True, "chunksDeleted": chunks}
+        assert corpus not in {c["corpusId"] for c in (await client.get("/v1/corpora")).json()["corpora"]}
+        again = await client.delete(f"/v1/corpora/{corpus}")
+        assert again.status_code == 200 and again.json() == {"deleted": False, "chunksDeleted": 0}
+        bad = await client.delete("/v1/corpora/not%20a%20corpus")
+        assert bad.status_code == 400 and bad.json()["code"] == "INVALID_ARGUMENT"
     finally:
         async with stack.channel("indexer") as channel:
             await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
                 indexer_pb2.DeleteCorpusRequest(corpus_id=corpus)
             )
+
+
+# --- graph --------------------------------------------------------------------------------------
+
+
+def _json(message: Message) -> dict[str, Any]:
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+
+
+def _timeless(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k != "tookMs"}
+
+
+async def _graph_direct(stack: Stack, method: str, request: Message) -> dict[str, Any]:
+    async with stack.channel("graph") as channel:
+        reply = await getattr(graph_pb2_grpc.GraphSearchStub(channel), method)(request, timeout=30)
+    return _timeless(_json(reply))
+
+
+def _ref(name: str) -> graph_pb2.EntityRef:
+    return graph_pb2.EntityRef(name=name)
+
+
+GRAPH_CALLS: list[tuple[str, str, Message]] = [
+    (
+        "Search",
+        "/v1/graph/search",
+        common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="who calls apply_tax"),
+    ),
+    (
+        "Neighbors",
+        "/v1/graph/neighbors",
+        graph_pb2.NeighborsRequest(
+            corpus_id=SAMPLE_CORPUS, entity=_ref("total_price"), direction=graph_pb2.EDGE_DIRECTION_OUT
+        ),
+    ),
+    (
+        "PathBetween",
+        "/v1/graph/path",
+        graph_pb2.PathBetweenRequest(
+            corpus_id=SAMPLE_CORPUS, source=_ref("total_price"), target=_ref("apply_tax")
+        ),
+    ),
+    (
+        "EntityChunks",
+        "/v1/graph/chunks",
+        graph_pb2.EntityChunksRequest(corpus_id=SAMPLE_CORPUS, entity=_ref("validate_card_number")),
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "request_message"), GRAPH_CALLS, ids=[c[0] for c in GRAPH_CALLS])
+async def test_graph_rpcs_over_http_answer_as_grpc(
+    stack: Stack, client: httpx.AsyncClient, method: str, path: str, request_message: Message
+) -> None:
+    reply = await client.post(path, json=_json(request_message))
+    assert reply.status_code == 200, reply.text
+    assert _timeless(reply.json()) == await _graph_direct(stack, method, request_message)
+    # and the answers are the ones asked for
+    body = reply.json()
+    if method == "Neighbors":
+        names = {e["qualifiedName"] for e in body["entities"]}
+        assert {"shop.pricing.apply_tax", "shop.pricing.compute_discount"} <= names
+    elif method == "PathBetween":
+        assert body["found"] and body["entities"][0]["qualifiedName"] == "shop.cart.Cart.total_price"
+        assert body["entities"][-1]["qualifiedName"] == "shop.pricing.apply_tax"
+    elif method == "EntityChunks":
+        assert [m["symbol"] for m in body["matches"]] == ["shop.payment.validate_card_number"]
+    else:
+        assert body["matches"]
+
+
+async def test_graph_stats_and_expand_over_http(stack: Stack, client: httpx.AsyncClient) -> None:
+    stats = await client.get(f"/v1/graph/{SAMPLE_CORPUS}/stats")
+    assert stats.status_code == 200, stats.text
+    assert stats.json() == await _graph_direct(
+        stack, "Stats", graph_pb2.GraphStatsRequest(corpus_id=SAMPLE_CORPUS)
+    )
+    assert int(stats.json()["entities"]) > 0 and isinstance(stats.json()["entities"], str)  # uint64
+
+    chunks = await client.post(
+        "/v1/graph/chunks",
+        json={"corpusId": SAMPLE_CORPUS, "entity": {"qualifiedName": "shop.cart.Cart.total_price"}},
+    )
+    assert chunks.status_code == 200, chunks.text
+    chunk_ids = [m["chunkId"] for m in chunks.json()["matches"]]
+    request = graph_pb2.ExpandContextRequest(corpus_id=SAMPLE_CORPUS, chunk_ids=chunk_ids, max_hops=1)
+    expand = await client.post("/v1/graph/expand", json=_json(request))
+    assert expand.status_code == 200, expand.text
+    assert _timeless(expand.json()) == await _graph_direct(stack, "ExpandContext", request)
+    assert {"shop.pricing.apply_tax", "shop.pricing.compute_discount"} <= {
+        m["symbol"] for m in expand.json()["matches"]
+    }
+
+
+async def test_graph_errors_over_http(client: httpx.AsyncClient) -> None:
+    unknown = await client.post(
+        "/v1/graph/neighbors", json={"corpusId": SAMPLE_CORPUS, "entity": {"name": "no_such_entity_xyz"}}
+    )
+    assert unknown.status_code == 404, unknown.text
+    assert unknown.json()["code"] == "NOT_FOUND" and "no_such_entity_xyz" in unknown.json()["message"]
+    ambiguous = await client.post(
+        "/v1/graph/chunks", json={"corpusId": SAMPLE_CORPUS, "entity": {"name": "charge"}}
+    )
+    assert ambiguous.status_code == 400, ambiguous.text
+    assert "shop.payment.CardGateway.charge" in ambiguous.json()["message"]
+    assert "shop.payment.PaymentGateway.charge" in ambiguous.json()["message"]
+    for body in ("{not json", json.dumps({"corpusId": SAMPLE_CORPUS, "entity": {"nome": "x"}})):
+        bad = await client.post("/v1/graph/neighbors", content=body)
+        assert bad.status_code == 400 and bad.json()["code"] == "INVALID_ARGUMENT"
+        assert "malformed JSON" in bad.json()["message"]
+    direction = await client.post(
+        "/v1/graph/neighbors",
+        json={"corpusId": SAMPLE_CORPUS, "entity": {"name": "total_price"}, "direction": "SIDEWAYS"},
+    )
+    assert direction.status_code == 400
+    no_corpus = await client.get("/v1/graph/no-such-corpus/stats")
+    assert no_corpus.status_code == 404 and "no-such-corpus" in no_corpus.json()["message"]
+    extra = await client.get(f"/v1/graph/{SAMPLE_CORPUS}/stats?limit=3")
+    assert extra.status_code == 400 and "unknown query parameter 'limit'" in extra.json()["message"]
+    twice = await client.get(f"/v1/graph/{SAMPLE_CORPUS}/stats?corpusId=other")
+    assert twice.status_code == 400 and "set by the path" in twice.json()["message"]
+
+
+# --- path and query parameters, without the stack ------------------------------------------------
+
+
+def _gethttp_route(method: str, template: str) -> HttpRoute:
+    """A GET rule for a GraphSearch or Fusion RPC, as if the contract had one."""
+    for name in ("GraphSearch", "Fusion"):
+        service = (graph_pb2 if name == "GraphSearch" else fusion_pb2).DESCRIPTOR.services_by_name[name]
+        if method in service.methods_by_name:
+            return http_route(service, service.methods_by_name[method], http_pb2.HttpRule(get=template))
+    raise KeyError(method)
+
+
+def _request(route: HttpRoute, path: str, query: str) -> Request:
+    params = dict(zip([p.replace(".", "__") for p in route.path_fields], path.split("/"), strict=True))
+    return Request(
+        {
+            "type": "http",
+            "method": "GET",
+            "query_string": query.encode(),
+            "path_params": params,
+            "headers": [],
+        }
+    )
+
+
+def test_query_and_path_parameters_fill_the_request() -> None:
+    route = _gethttp_route("Neighbors", "/v1/{corpus_id}/neighbors/{entity.name}")
+    assert route.starlette_path == "/v1/{corpus_id}/neighbors/{entity__name}"
+    message = graph_pb2.NeighborsRequest()
+    parse_params(
+        _request(route, "shop/total_price", "direction=EDGE_DIRECTION_OUT&limit=3&relationship_type=calls"),
+        route,
+        message,
+    )
+    assert message == graph_pb2.NeighborsRequest(
+        corpus_id="shop",
+        entity=graph_pb2.EntityRef(name="total_price"),
+        direction=graph_pb2.EDGE_DIRECTION_OUT,
+        limit=3,
+        relationship_type="calls",
+    )
+    search = _gethttp_route("Search", "/v1/search/{corpus_id}")
+    request = common_pb2.SearchRequest()
+    query = "query=cart&topK=4&includeContent=true&filters.languages=python&filters.languages=markdown"
+    parse_params(
+        _request(search, "shop", query + "&options.fusion.method=FUSION_METHOD_RRF"), search, request
+    )
+    assert request.top_k == 4 and request.include_content and request.HasField("top_k")
+    assert list(request.filters.languages) == ["python", "markdown"]
+    assert request.options.fusion.method == fusion_options_pb2.FUSION_METHOD_RRF
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("nope=1", "unknown query parameter 'nope'"),
+        ("topK=1&topK=2", "given 2 times"),
+        ("topK=many", "bad path or query parameter"),
+        ("includeContent=maybe", "bad path or query parameter"),
+        ("options=x", "unknown query parameter 'options'"),
+        ("options.fusion.legs=x", "unknown query parameter"),
+        ("corpusId=x", "set by the path"),
+    ],
+)
+def test_bad_query_parameters(query: str, message: str) -> None:
+    search = _gethttp_route("Search", "/v1/search/{corpus_id}")
+    with pytest.raises(BridgeError) as excinfo:
+        parse_params(_request(search, "shop", query), search, common_pb2.SearchRequest())
+    assert excinfo.value.status == 400 and message in excinfo.value.message
+
+
+def test_unsupported_rules_are_refused() -> None:
+    with pytest.raises(ValueError, match="not a scalar request field"):
+        _gethttp_route("Neighbors", "/v1/{entity}/neighbors")
+    with pytest.raises(ValueError, match="not a scalar request field"):
+        _gethttp_route("Neighbors", "/v1/{nothing}/neighbors")
+    service = graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"]
+    with pytest.raises(ValueError, match="cannot have a body"):
+        http_route(service, service.methods_by_name["Stats"], http_pb2.HttpRule(get="/x", body="*"))
+    with pytest.raises(ValueError, match="body 'corpus_id' is not supported"):
+        http_route(service, service.methods_by_name["Stats"], http_pb2.HttpRule(post="/x", body="corpus_id"))
