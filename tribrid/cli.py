@@ -9,22 +9,33 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar, cast
 
 import grpc
 import typer
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tribrid.config import ConfigError, TriBridConfig, load_config
+from tribrid.legs import LEG_NAMES, LEGS, source_name
 from tribrid.serve import ALL_SERVICES, PROCESS_ALL, ServiceName
 from tribrid.stores import embedded
-from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+from tribrid.v1 import (
+    common_pb2,
+    fusion_pb2,
+    fusion_pb2_grpc,
+    graph_pb2,
+    graph_pb2_grpc,
+    indexer_pb2,
+    indexer_pb2_grpc,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 # Wide enough for a result table even when stdout is not a terminal (make demo, CI logs).
@@ -316,12 +327,9 @@ async def _search(
         return response
 
 
-_LEG_NAMES = {common_pb2.LEG_VECTOR: "vector", common_pb2.LEG_SPARSE: "sparse", common_pb2.LEG_GRAPH: "graph"}
-
-
 def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
     table = Table(title=f"{query!r}: {len(reply.matches)} fused results ({reply.fusion_method})")
-    for col in ("#", "score", "location", "symbol", "vector", "sparse", "graph"):
+    for col in ("#", "score", "location", "symbol", *LEG_NAMES):
         table.add_column(col, justify="right" if col in ("#", "score") else "left")
     for rank, m in enumerate(reply.matches, start=1):
         legs = {e.leg: (f"#{e.rank} ({e.raw_score:.3f})" if e.rank else "-") for e in m.explain}
@@ -330,12 +338,12 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
             f"{m.score:.4f}",
             f"{m.file_path}:{m.start_line}-{m.end_line}",
             m.symbol or m.kind,
-            *(legs.get(leg, "-") for leg in _LEG_NAMES),
+            *(legs.get(leg.value, "-") for leg in LEGS),
         )
     console.print(table)
     status_names = fusion_pb2.LegStatus.Name
     reports = "  ".join(
-        f"{_LEG_NAMES[r.leg]}={status_names(r.status).removeprefix('LEG_STATUS_')} "
+        f"{source_name(r.leg)}={status_names(r.status).removeprefix('LEG_STATUS_')} "
         f"({r.hits} hits, {r.latency_ms:.1f} ms){' ' + r.error if r.error else ''}"
         for r in reply.legs
     )
@@ -380,6 +388,162 @@ def demo() -> None:
             f"(query answered in {1000 * (time.monotonic() - t0):.0f} ms wall, incl. client start-up)"
         )
     print(json.dumps({"demo": "ok"}))
+
+
+# --- tribrid graph: the graph service's lookups -------------------------------------------------
+
+graph_app = typer.Typer(no_args_is_help=True, help="Look up a corpus's code graph (the graph service).")
+app.add_typer(graph_app, name="graph")
+_GRAPH_TIMEOUT_S = 30.0
+_Reply = TypeVar("_Reply", bound=Message)
+_CorpusOption = Annotated[str, typer.Option("--corpus", help="corpus name")]
+_JsonOption = Annotated[bool, typer.Option("--json", help="print the proto3 JSON response")]
+_EntityArgument = Annotated[
+    str, typer.Argument(help="an entity: its id, qualified name or plain name (e.g. total_price)")
+]
+
+
+class EdgeDirection(StrEnum):
+    both = "both"
+    out = "out"
+    in_ = "in"
+
+
+def _graph_call(call: Callable[[graph_pb2_grpc.GraphSearchAsyncStub], Awaitable[_Reply]]) -> _Reply:
+    cfg = _config()
+
+    async def run() -> _Reply:
+        async with grpc.aio.insecure_channel(cfg.services.address("graph")) as channel:
+            stub = cast("graph_pb2_grpc.GraphSearchAsyncStub", graph_pb2_grpc.GraphSearchStub(channel))
+            return await call(stub)
+
+    try:
+        return asyncio.run(run())
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+
+
+def _print_json(reply: Message) -> None:
+    print(
+        json_format.MessageToJson(
+            reply, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+    )
+
+
+def _location(file_path: str, start_line: int, end_line: int) -> str:
+    return f"{file_path}:{start_line}-{end_line}" if file_path else "-"
+
+
+@graph_app.command("neighbors")
+def graph_neighbors(
+    entity: _EntityArgument,
+    corpus: _CorpusOption,
+    relationship_type: Annotated[
+        str | None, typer.Option("--relationship-type", help="only this relationship type, e.g. CALLS")
+    ] = None,
+    direction: Annotated[EdgeDirection, typer.Option("--direction", help="which edges to follow")] = (
+        EdgeDirection.both
+    ),
+    limit: Annotated[int, typer.Option("--limit", min=0, help="at most this many; 0 = the cap")] = 0,
+    as_json: _JsonOption = False,
+) -> None:
+    """The entities one hop from an entity."""
+    request = graph_pb2.NeighborsRequest(
+        corpus_id=corpus,
+        entity=graph_pb2.EntityRef(name=entity),
+        relationship_type=relationship_type or "",
+        direction=graph_pb2.EdgeDirection.Value(f"EDGE_DIRECTION_{direction.value.upper()}"),
+        limit=limit,
+    )
+    reply = _graph_call(lambda stub: stub.Neighbors(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    table = Table("relationship", "direction", "type", "entity", "location", title=f"neighbours of {entity}")
+    for e in reply.entities:
+        table.add_row(
+            e.relationship_type,
+            e.direction,
+            e.type,
+            e.qualified_name or e.name,
+            _location(e.file_path, e.start_line, e.end_line),
+        )
+    console.print(table)
+
+
+@graph_app.command("path")
+def graph_path(
+    source: Annotated[str, typer.Argument(help="where the path starts: an id, qualified or plain name")],
+    target: Annotated[str, typer.Argument(help="where it ends: an id, qualified or plain name")],
+    corpus: _CorpusOption,
+    max_hops: Annotated[int, typer.Option("--max-hops", min=0, help="1..4 (0 = 4)")] = 0,
+    as_json: _JsonOption = False,
+) -> None:
+    """The shortest path between two entities."""
+    request = graph_pb2.PathBetweenRequest(
+        corpus_id=corpus,
+        source=graph_pb2.EntityRef(name=source),
+        target=graph_pb2.EntityRef(name=target),
+        max_hops=max_hops,
+    )
+    reply = _graph_call(lambda stub: stub.PathBetween(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    if not reply.found:
+        console.print(f"no path from {source} to {target}" + (f" within {max_hops} hops" if max_hops else ""))
+        return
+    table = Table("#", "entity", "type", "location", "next edge", title=f"{source} -> {target}")
+    steps = list(reply.relationship_types)
+    for i, e in enumerate(reply.entities):
+        table.add_row(
+            str(i),
+            e.qualified_name or e.name,
+            e.type,
+            _location(e.file_path, e.start_line, e.end_line),
+            steps[i] if i < len(steps) else "",
+        )
+    console.print(table)
+
+
+@graph_app.command("chunks")
+def graph_chunks(entity: _EntityArgument, corpus: _CorpusOption, as_json: _JsonOption = False) -> None:
+    """The chunks that hold an entity's definition."""
+    request = graph_pb2.EntityChunksRequest(corpus_id=corpus, entity=graph_pb2.EntityRef(name=entity))
+    reply = _graph_call(lambda stub: stub.EntityChunks(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    table = Table("location", "symbol", "kind", "language", "chunk", title=f"chunks of {entity}")
+    for m in reply.matches:
+        table.add_row(
+            _location(m.file_path, m.start_line, m.end_line), m.symbol, m.kind, m.language, m.chunk_id
+        )
+    console.print(table)
+    for m in reply.matches:
+        if m.content:
+            console.rule(_location(m.file_path, m.start_line, m.end_line))
+            console.print(m.content, markup=False, highlight=False)
+
+
+@graph_app.command("stats")
+def graph_stats(corpus: _CorpusOption, as_json: _JsonOption = False) -> None:
+    """Entity, relationship and community counts of a corpus's graph."""
+    request = graph_pb2.GraphStatsRequest(corpus_id=corpus)
+    reply = _graph_call(lambda stub: stub.Stats(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    table = Table("what", "count", title=f"graph of {corpus}")
+    table.add_row("entities", str(reply.entities))
+    for kind, count in sorted(reply.entities_by_type.items()):
+        table.add_row(f"  {kind}", str(count))
+    table.add_row("relationships", str(reply.relationships))
+    for kind, count in sorted(reply.relationships_by_type.items()):
+        table.add_row(f"  {kind}", str(count))
+    table.add_row("communities", str(reply.communities))
+    console.print(table)
 
 
 if __name__ == "__main__":
