@@ -15,10 +15,13 @@ ENV PYTHONUNBUFFERED=1 \
 # --- stage 1: gRPC stubs from protos/ (grpcio-tools stays out of the final image) -----------------
 FROM base AS protos
 # Same version as the grpcio runtime pin in pyproject.toml: generated code checks it at import.
-RUN pip install grpcio-tools==1.85.1
+# googleapis-common-protos: google/api/annotations.proto, the HTTP routes of the services.
+RUN pip install grpcio-tools==1.85.1 "googleapis-common-protos>=1.63"
 WORKDIR /gen
 COPY protos ./protos
-RUN python -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. protos/tribrid/v1/*.proto \
+RUN python -m grpc_tools.protoc -Iprotos \
+        -I"$(python -c 'import google.api.annotations_pb2 as a, pathlib; print(pathlib.Path(a.__file__).parents[2])')" \
+        --python_out=. --grpc_python_out=. protos/tribrid/v1/*.proto \
     && touch tribrid/v1/__init__.py
 
 # --- stage 2: a virtualenv with torch (CPU build) and the project ------------------------------

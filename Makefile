@@ -24,7 +24,8 @@ protos: $(PROTO_OUT)
 
 $(PROTO_OUT): $(PROTO_SRC) $(STAMP) services/bridge/openapi.py services/bridge/contract.py
 	mkdir -p tribrid/v1
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. $(PROTO_SRC)
+	# google/api/*.proto (HTTP routes) come with googleapis-common-protos
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PY) -m grpc_tools.protoc -Iprotos -I$$($(PY) -c 'import google.api.annotations_pb2 as a, pathlib; print(pathlib.Path(a.__file__).parents[2])') --python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. $(PROTO_SRC)
 	touch tribrid/v1/__init__.py
 	# the HTTP bridge's OpenAPI document, from the descriptors and the .proto comments
 	$(PY) -m services.bridge.openapi tribrid/v1/openapi.json

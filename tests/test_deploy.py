@@ -34,8 +34,9 @@ DOCKERFILE = ROOT / "Dockerfile"
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 AUTOSCALED: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph")
 MODEL_HOLDERS: tuple[Component, ...] = ("vector", "indexer")  # load the embedding model
-POSTGRES_CLIENTS: tuple[Component, ...] = ("vector", "sparse", "graph", "indexer")
-SEARCH_LEGS: tuple[Component, ...] = ("vector", "sparse", "graph")  # pools of search_pool_max_size
+POSTGRES_CLIENTS: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph", "indexer")
+# pools of search_pool_max_size: the legs, and the gateway reading its answers' content
+SEARCH_POOLS: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph")
 NEO4J_CLIENTS: tuple[Component, ...] = ("graph", "indexer")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 PART_OF = "tribrid"
@@ -512,8 +513,8 @@ def test_postgres_max_connections_cover_every_pool(clean_env: pytest.MonkeyPatch
     for deployment in _of_kind("Deployment"):
         if "TRIBRID_POSTGRES__DSN" in _env(_containers(deployment)[0]):
             postgres = _pod_config(deployment, clean_env, tmp_path).postgres
-            search_leg = deployment["metadata"]["name"] in {f"tribrid-{leg}" for leg in SEARCH_LEGS}
-            pool = postgres.search_pool_max_size if search_leg else postgres.pool_max_size
+            searches = deployment["metadata"]["name"] in {f"tribrid-{name}" for name in SEARCH_POOLS}
+            pool = postgres.search_pool_max_size if searches else postgres.pool_max_size
             needed += _max_pods(deployment) * pool
     assert 0 < needed <= available, f"pools can open {needed} connections; PostgreSQL allows {available}"
 
