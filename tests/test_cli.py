@@ -59,4 +59,4 @@ async def test_bad_search_exits_non_zero_with_the_reason(
 ) -> None:
     code, _out, err = await cli(stack, "search", "cart", "--corpus", "no-such-corpus")
     assert code != 0
-    assert "INVALID_ARGUMENT" in err and "unknown corpus" in err
+    assert "NOT_FOUND" in err and "corpus 'no-such-corpus' not found" in err

@@ -495,7 +495,8 @@ async def test_an_ambiguous_plain_name_lists_its_candidates(stack: Stack, fixtur
                 "Neighbors",
                 neighbors(name),
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"entity {name!r} is ambiguous: 2 entities fit (app.orders.refund, legacy.refund)",
+                f"entity {name!r} is ambiguous: 2 entities fit: app.orders.refund (function, "
+                "app/refund-0.py:1), legacy.refund (function, app/refund-1.py:1)",
             )
         for name in ("legacy.refund", "orders.refund", "refund-0"):  # a qualified name, its end, an id
             assert isinstance(await call(stack, "Neighbors", neighbors(name)), graph_pb2.EntitiesResponse)

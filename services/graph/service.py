@@ -139,14 +139,21 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             found = await self._store.find_by_qualified_name(key, ref.qualified_name)
         else:
             found = await self._by_name(key, ref.name)
+        named_as = ref.entity_id or ref.qualified_name or ref.name
         if not found:
-            raise not_found(f"{what} {(ref.entity_id or ref.qualified_name or ref.name)!r} not found")
+            raise not_found(f"{what} {named_as!r} not found")
+        # `from m import f` makes an import entity named like m.f's definition: the name means that
+        definitions = [e for e in found if e.type != "import"]
+        found = definitions or found
         if len(found) > 1:
-            shown = ", ".join(e.qualified_name for e in found[:_CANDIDATES_SHOWN])
+            shown = ", ".join(
+                f"{e.qualified_name} ({e.type}, {e.file_path}:{e.start_line})"
+                for e in found[:_CANDIDATES_SHOWN]
+            )
             more = f" and {len(found) - _CANDIDATES_SHOWN} more" if len(found) > _CANDIDATES_SHOWN else ""
             raise invalid(
-                f"{what} {ref.name!r} is ambiguous: {len(found)} entities fit ({shown}{more}); "
-                "name one by its qualified name"
+                f"{what} {named_as!r} is ambiguous: {len(found)} entities fit: {shown}{more}; "
+                "name one by its qualified name or id"
             )
         return found[0]
 
