@@ -25,6 +25,7 @@ from rich.table import Table
 
 from tribrid.config import ConfigError, TriBridConfig, load_config
 from tribrid.legs import LEG_NAMES, LEGS, source_name
+from tribrid.options import RequestError, set_option
 from tribrid.serve import ALL_SERVICES, PROCESS_ALL, ServiceName
 from tribrid.stores import embedded
 from tribrid.v1 import (
@@ -303,10 +304,25 @@ def search(
     top_k: Annotated[int, typer.Option("--top-k", help="number of fused results")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="print the proto3 JSON response")] = False,
     timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="the call's deadline")] = 5000,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            "-o",
+            help="a request option, SECTION.FIELD=VALUE (repeatable): vector.ef_search=200, "
+            "fusion.method=weighted, fusion.legs.graph.enabled=false, graph.direction=callers",
+        ),
+    ] = None,
 ) -> None:
     """Search a corpus through the fusion gateway; prints fused results with each leg's rank."""
     cfg = _config()
     request = common_pb2.SearchRequest(corpus_id=corpus, query=query, top_k=top_k)
+    try:
+        for setting in option or []:
+            set_option(request.options, setting)
+    except RequestError as err:
+        err_console.print(f"{err.code.name}: {err.message}")
+        raise typer.Exit(2) from None
     try:
         reply = asyncio.run(_search(cfg, request, timeout_ms / 1000))
     except grpc.aio.AioRpcError as err:

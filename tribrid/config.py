@@ -420,7 +420,9 @@ def describe_errors(error: ValidationError, prefix: str = "") -> list[str]:
         )
         allowed = f" (allowed: {bounds})" if bounds else ""
         message = str(err["msg"]).removeprefix("Value error, ")
-        lines.append(f"{field}: {message}; got {err.get('input')!r}{allowed}")
+        # a whole section's check names its fields itself: its input is the section
+        got = f"; got {err.get('input')!r}" if err["loc"] else ""
+        lines.append(f"{field}: {message}{got}{allowed}")
     return lines
 
 

@@ -8,7 +8,7 @@ checks the result, so one set of bounds holds for the file, the environment and 
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 from pydantic import BaseModel, ValidationError
 
 from tribrid.config import describe_errors
+from tribrid.legs import BY_VALUE, LEG_NAMES
 from tribrid.v1 import legs_pb2
 
 S = TypeVar("S", bound=BaseModel)
@@ -120,3 +121,81 @@ def with_options(section: S, options: Message, path: str) -> S:
     """The config section this request runs with: `options` (the request's message for this
     service) merged in, or the section itself when the request sets none."""
     return merge_options(section, option_values(options, path), path)
+
+
+def _scalar(field: FieldDescriptor, raw: str, path: str) -> Any:
+    """A command-line value for `field`: enums by config spelling, name or number."""
+    if field.enum_type is not None:
+        if raw.lstrip("-").isdigit():
+            return int(raw)
+        is_leg = field.enum_type.full_name == legs_pb2.Leg.DESCRIPTOR.full_name
+        prefix = "LEG_" if is_leg else _enum_prefix(field.enum_type)
+        name = raw.upper() if raw.upper().startswith(prefix) else prefix + raw.upper()
+        value = field.enum_type.values_by_name.get(name)
+        if value is None or (is_leg and value.number not in BY_VALUE):
+            spellings = (
+                LEG_NAMES if is_leg else [v.name.removeprefix(prefix).lower() for v in field.enum_type.values]
+            )
+            allowed = ", ".join(v for v in spellings if v != "unspecified")
+            raise invalid(f"{path}: unknown value {raw!r}; allowed: {allowed}")
+        return value.number
+    try:
+        if field.type == FieldDescriptor.TYPE_BOOL:
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            return raw.lower() == "true"
+        if field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+            return float(raw)
+        if field.type == FieldDescriptor.TYPE_STRING:
+            return raw
+        return int(raw)
+    except ValueError:
+        raise invalid(f"{path}: {raw!r} is not a valid value for this field") from None
+
+
+def set_option(options: Message, setting: str) -> None:
+    """Apply one `SECTION.FIELD=VALUE` setting (`vector.ef_search=200`, `fusion.method=weighted`,
+    `fusion.legs.graph.enabled=false`, `graph.relationship_types=calls,inherits`) to `options`."""
+    path, sep, raw = setting.partition("=")
+    if not sep or not path:
+        raise invalid(f"option {setting!r}: write SECTION.FIELD=VALUE, e.g. vector.ef_search=200")
+    names = path.split(".")
+    message = options
+    i = 0
+    while True:
+        name = names[i]
+        field = cast(FieldDescriptor | None, message.DESCRIPTOR.fields_by_name.get(name))
+        if field is None:
+            allowed = ", ".join(message.DESCRIPTOR.fields_by_name)
+            raise invalid(f"option {path!r}: no {name!r} here; one of: {allowed}")
+        last = i == len(names) - 1
+        if (
+            field.message_type is not None
+            and field.is_repeated
+            and "leg" in field.message_type.fields_by_name
+        ):
+            if i + 1 >= len(names) - 1:
+                raise invalid(
+                    f"option {path!r}: write {name}.LEG.FIELD=VALUE, e.g. fusion.legs.graph.weight=2"
+                )
+            leg_field = field.message_type.fields_by_name["leg"]
+            leg = _scalar(leg_field, names[i + 1], path)
+            entries = getattr(message, name)
+            message = next((e for e in entries if e.leg == leg), None) or entries.add(leg=leg)
+            i += 2
+            continue
+        if field.message_type is not None:
+            if last:
+                raise invalid(f"option {path!r}: name a field of {name}")
+            message = getattr(message, name)
+            i += 1
+            continue
+        if not last:
+            raise invalid(f"option {path!r}: {name} has no fields")
+        if field.is_repeated:
+            target = getattr(message, name)
+            del target[:]
+            target.extend(_scalar(field, part.strip(), path) for part in raw.split(",") if part.strip())
+        else:
+            setattr(message, name, _scalar(field, raw, path))
+        return
