@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bench.server_cpu import cpu_seconds, server_roots
 from services.fusion.gateway import Gateway, LegClient
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
 from tribrid.legs import LEGS
@@ -253,6 +254,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await run_load(
                 "warm-up", lambda q: fusion.Search(request(q), timeout=timeout), len(QUERIES), 4, progress
             )
+            roots = server_roots(cfg)
+            cpu_before = cpu_seconds(roots)
             lat, replies, wall, errors = await run_load(
                 "fused",
                 lambda q: fusion.Search(request(q), timeout=timeout),
@@ -260,6 +263,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 args.concurrency,
                 progress,
             )
+            server_cpu_s = cpu_seconds(roots) - cpu_before
             overhead = [
                 r.took_ms
                 - max(
@@ -274,11 +278,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "errors": errors,
                 "partial": sum(r.partial for r in replies),
                 "gateway_took_p50_ms": pct([r.took_ms for r in replies], 50),
+                # services + PostgreSQL + FalkorDB, per answered request (the load client excluded)
+                "server_cpu_ms_per_query": 1000 * server_cpu_s / max(len(lat), 1),
+                "reply_bytes_mean": sum(r.ByteSize() for r in replies) / max(len(replies), 1),
             }
             result["gateway_overhead"] = {"p50_ms": pct(overhead, 50), "p99_ms": pct(overhead, 99)}
             result["legs_in_gateway_p50_ms"] = {
-                name: pct([leg.latency_ms for r in replies for leg in r.legs if leg.leg == number], 50)
-                for name, number in (("vector", 1), ("sparse", 2), ("graph", 3))
+                leg.name: pct(
+                    [report.latency_ms for r in replies for report in r.legs if report.leg == leg.value], 50
+                )
+                for leg in LEGS
             }
             result["legs_direct"] = {}
             for name, stub in leg_stubs.items():
@@ -340,6 +349,10 @@ def show(result: dict[str, Any]) -> None:
         "",
     )
     console.print(table)
+    console.print(
+        f"server CPU per fused query: {fused['server_cpu_ms_per_query']:.2f} ms "
+        "(services + PostgreSQL + FalkorDB; the load client excluded)"
+    )
     console.print(
         f"partial fused answers under load: {fused['partial']}; legs inside the gateway p50 ms: "
         + ", ".join(f"{k} {v:.1f}" for k, v in result["legs_in_gateway_p50_ms"].items())
