@@ -129,10 +129,13 @@ async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]
     # past relax_max_terms (2): any-term matches, said so
     fallback = await search(stack, "settings aaqq bbqq ccqq")
     assert paths(fallback) == ["cfg/kebab.md"] and "any-term fallback" in fallback[0].explain[0].detail
-    strict = stack.cfg.sparse.model_copy(update={"any_term_fallback": False})
-    servicer = SparseServicer(strict, stack.cfg.limits, await stack.resources.pool())
-    result = await servicer.search(common_pb2.SearchRequest(corpus_id=WORDS, query="settings aaqq bbqq ccqq"))
-    assert result.chunks == []
+    strict = sparse_options_pb2.SparseOptions(any_term_fallback=False)
+    assert (
+        await search(stack, "settings aaqq bbqq ccqq", options=common_pb2.SearchOptions(sparse=strict)) == []
+    )
+    # relaxing one more term finds the full match the fallback stood in for
+    relaxed = await search(stack, "settings aaqq bbqq ccqq", options=sparse(relax_max_terms=3))
+    assert paths(relaxed) == ["cfg/kebab.md"] and "dropped" in relaxed[0].explain[0].detail
 
 
 async def test_partial_matches_fill_top_k_after_the_matches(stack: Stack, words: list[Chunk]) -> None:
