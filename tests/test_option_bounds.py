@@ -33,6 +33,10 @@ CASES: list[tuple[tuple[str, ...], str]] = [
     (("sparse.bm25_k1=3.5",), "options.sparse.bm25_k1: Input should be less than or equal to 3"),
     (("sparse.bm25_b=-0.1",), "options.sparse.bm25_b: Input should be greater than or equal to 0"),
     (
+        ("sparse.relax_max_terms=11",),
+        "options.sparse.relax_max_terms: Input should be less than or equal to 10",
+    ),
+    (
         ("sparse.query_mode=9",),
         "options.sparse.query_mode: unknown value 9; allowed: SPARSE_QUERY_MODE_PLAIN",
     ),
