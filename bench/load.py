@@ -34,11 +34,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tribrid.config import REPO_ROOT, load_config
-from tribrid.v1 import common_pb2, fusion_pb2_grpc, graph_pb2_grpc, sparse_pb2_grpc, vector_pb2_grpc
+from tribrid.legs import BY_NAME, LEG_NAMES, search_method
+from tribrid.v1 import common_pb2, fusion_pb2_grpc
 
 RESULTS = REPO_ROOT / "bench" / "results"
 SETS_DIR = REPO_ROOT / "evals" / "sets"
-LEGS = ("vector", "sparse", "graph", "fusion")
+GATEWAY = "fusion"
+SEARCHED = (*LEG_NAMES, GATEWAY)
+# Whose requests embed the query: the vector leg's, and so the gateway's.
+EMBEDS = ("vector", GATEWAY)
 console = Console(width=max(Console().width, 120))
 
 
@@ -61,18 +65,15 @@ def variant(query: str, n: int) -> str:
     return f"{head} {pattern}{tail}" if sep else query
 
 
-def make_stub(leg: str, channel: grpc.aio.Channel) -> Any:
-    if leg == "vector":
-        return vector_pb2_grpc.VectorSearchStub(channel)
-    if leg == "sparse":
-        return sparse_pb2_grpc.SparseSearchStub(channel)
-    if leg == "graph":
-        return graph_pb2_grpc.GraphSearchStub(channel)
-    return fusion_pb2_grpc.FusionStub(channel)
+def search_call(leg: str, channel: grpc.aio.Channel) -> Any:
+    """The Search RPC of a leg, or of the gateway."""
+    if leg in BY_NAME:
+        return search_method(channel, BY_NAME[leg])
+    return fusion_pb2_grpc.FusionStub(channel).Search
 
 
 def _note(leg: str, unique: bool) -> str:
-    embeds = leg in ("vector", "fusion")
+    embeds = leg in EMBEDS
     if unique:
         extra = ": query embedding computed on every request" if embeds else ""
         return f"every request a unique query variant{extra}"
@@ -101,12 +102,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     errors: Counter[str] = Counter()
 
     async with grpc.aio.insecure_channel(address) as channel:
-        stub = make_stub(args.leg, channel)
+        search = search_call(args.leg, channel)
 
         async def call(corpus: str, query: str) -> str:
             request = common_pb2.SearchRequest(corpus_id=corpus, query=query, top_k=args.top_k)
             try:
-                await stub.Search(request, timeout=args.timeout)
+                await search(request, timeout=args.timeout)
                 return "OK"
             except grpc.aio.AioRpcError as err:
                 errors[f"{err.code().name}: {(err.details() or '')[:80]}"] += 1
@@ -229,7 +230,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--leg", choices=LEGS, required=True)
+    parser.add_argument("--leg", choices=SEARCHED, required=True)
     parser.add_argument("--address", default="", help="host:port; default: the configured service address")
     parser.add_argument(
         "--corpus", default=None, help="send every query to this corpus (default: each set's)"

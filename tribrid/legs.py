@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tribrid.v1 import legs_pb2
+import grpc
+
+from tribrid.v1 import common_pb2, legs_pb2
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +47,14 @@ BY_VALUE: dict[int, LegInfo] = {leg.value: leg for leg in LEGS}
 def source_name(value: int) -> str:
     """The name of any `Leg` value, legs and other match sources alike ("vector", "expansion")."""
     return legs_pb2.Leg.Name(value).removeprefix("LEG_").lower()  # type: ignore[arg-type]
+
+
+def search_method(
+    channel: grpc.aio.Channel, leg: LegInfo
+) -> grpc.aio.UnaryUnaryMultiCallable[common_pb2.SearchRequest, common_pb2.SearchResponse]:
+    """The leg service's `Search` on `channel`, whatever the service is called."""
+    return channel.unary_unary(
+        f"/{leg.service}/Search",
+        request_serializer=common_pb2.SearchRequest.SerializeToString,
+        response_deserializer=common_pb2.SearchResponse.FromString,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Mapping
-from typing import Literal
 
 import asyncpg
 
@@ -13,6 +12,7 @@ from tribrid import telemetry
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, get_embedder
 from tribrid.graphstore import GraphStore, open_graph_store
+from tribrid.legs import LEG_NAMES
 from tribrid.server import (
     RunningServer,
     ServiceSpec,
@@ -23,9 +23,11 @@ from tribrid.server import (
 )
 from tribrid.stores.postgres import create_pool
 
-ServiceName = Literal["vector", "sparse", "graph", "fusion", "indexer", "bridge"]
-# The gRPC services (what tests start in-process); `tribrid serve all` adds the HTTP bridge.
-ALL_SERVICES: tuple[ServiceName, ...] = ("vector", "sparse", "graph", "indexer", "fusion")
+# A service is its folder, services/<name>/, whose service.py builds it.
+ServiceName = str
+# The gRPC services (what tests start in-process), the gateway last: it is pointed at the legs
+# started before it. `tribrid serve all` adds the HTTP bridge.
+ALL_SERVICES: tuple[ServiceName, ...] = (*LEG_NAMES, "indexer", "fusion")
 PROCESS_ALL: tuple[ServiceName, ...] = (*ALL_SERVICES, "bridge")
 
 log = logging.getLogger(__name__)

@@ -37,18 +37,18 @@ from tribrid.eval.metrics import (
     score_query,
     span_from,
 )
+from tribrid.legs import LEG_NAMES, LEGS, search_method
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2_grpc,
-    graph_pb2_grpc,
     indexer_pb2,
     indexer_pb2_grpc,
-    sparse_pb2_grpc,
-    vector_pb2_grpc,
 )
 
 RESULTS_DIR = REPO_ROOT / "evals" / "results"
-LEGS = ("vector", "sparse", "graph", "fusion")
+GATEWAY = "fusion"
+# What the eval asks: every leg on its own, then the gateway.
+SEARCHED = (*LEG_NAMES, GATEWAY)
 SET_NAMES = ("docstring", "structural", "identifier")
 console = Console(width=max(Console().width, 130))
 
@@ -113,21 +113,17 @@ async def ensure_indexed(cfg: TriBridConfig, corpora: dict[str, Path]) -> None:
 def _searchers(
     cfg: TriBridConfig, channels: dict[str, grpc.aio.Channel], timeout_s: float
 ) -> dict[str, SearchFn]:
-    vector = vector_pb2_grpc.VectorSearchStub(channels["vector"])
-    sparse = sparse_pb2_grpc.SparseSearchStub(channels["sparse"])
-    graph = graph_pb2_grpc.GraphSearchStub(channels["graph"])
-    fusion = fusion_pb2_grpc.FusionStub(channels["fusion"])
+    searches: dict[str, Any] = {leg.name: search_method(channels[leg.name], leg) for leg in LEGS}
+    searches[GATEWAY] = fusion_pb2_grpc.FusionStub(channels[GATEWAY]).Search
 
-    async def leg(stub: Any, request: common_pb2.SearchRequest) -> list[common_pb2.ChunkMatch]:
-        reply = await stub.Search(request, timeout=timeout_s)
-        return list(reply.matches)
+    def searcher(search: Any) -> SearchFn:
+        async def run(request: common_pb2.SearchRequest) -> list[common_pb2.ChunkMatch]:
+            reply = await search(request, timeout=timeout_s)
+            return list(reply.matches)
 
-    return {
-        "vector": lambda r: leg(vector, r),
-        "sparse": lambda r: leg(sparse, r),
-        "graph": lambda r: leg(graph, r),
-        "fusion": lambda r: leg(fusion, r),
-    }
+        return run
+
+    return {name: searcher(search) for name, search in searches.items()}
 
 
 @dataclass
@@ -187,7 +183,7 @@ async def evaluate(
     concurrency: int,
     timeout_s: float,
 ) -> dict[str, dict[str, LegRun]]:
-    channels = {leg: grpc.aio.insecure_channel(cfg.services.address(leg)) for leg in LEGS}  # type: ignore[arg-type]
+    channels = {name: grpc.aio.insecure_channel(cfg.services.address(name)) for name in SEARCHED}
     try:
         searchers = _searchers(cfg, channels, timeout_s)
         out: dict[str, dict[str, LegRun]] = {}
@@ -290,7 +286,6 @@ def plot(summary: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     metrics = [m for m in METRIC_NAMES if m != "lines10"]
     names = list(summary)
     fig, axes = plt.subplots(1, len(names), figsize=(6 * len(names), 4.5), squeeze=False, sharey=True)
-    colors = {"vector": "#4C72B0", "sparse": "#DD8452", "graph": "#55A868", "fusion": "#C44E52"}
     for ax, name in zip(axes[0], names, strict=True):
         legs = list(summary[name])
         width = 0.8 / max(len(legs), 1)
@@ -298,7 +293,7 @@ def plot(summary: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
             xs = [i + (j - (len(legs) - 1) / 2) * width for i in range(len(metrics))]
             values = [summary[name][leg][m] for m in metrics]
             label = f"{leg} ({summary[name][leg]['lines10']:.0f} lines@10)"
-            ax.bar(xs, values, width, label=label, color=colors.get(leg))
+            ax.bar(xs, values, width, label=label, color=f"C{SEARCHED.index(leg) % 10}")
         ax.set_xticks(range(len(metrics)), [METRIC_LABELS[m] for m in metrics])
         ax.set_title(f"{name} (n={summary[name][legs[0]]['queries']})")
         ax.set_ylim(0, 1.3)  # headroom for the legend above the bars
@@ -316,7 +311,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sets", nargs="+", choices=SET_NAMES, default=list(SET_NAMES))
-    parser.add_argument("--legs", nargs="+", choices=LEGS, default=list(LEGS))
+    parser.add_argument("--legs", nargs="+", choices=SEARCHED, default=list(SEARCHED))
     parser.add_argument("--sets-dir", type=Path, default=build_sets.SETS_DIR)
     parser.add_argument("--work-dir", type=Path, default=build_sets.WORK_DIR, help="where the corpora live")
     parser.add_argument("--top-k", type=int, default=20)
