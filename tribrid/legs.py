@@ -6,11 +6,20 @@ its config section; nothing here or in the gateway names a leg.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
 
 import grpc
 
+import tribrid.v1
 from tribrid.v1 import common_pb2, legs_pb2
+
+# Every message and service of the contract in the default descriptor pool: a process that hosts
+# only the gateway still finds each leg's service by the name its `Leg` value gives.
+for _module in pkgutil.iter_modules(tribrid.v1.__path__):
+    if _module.name.endswith("_pb2"):
+        importlib.import_module(f"tribrid.v1.{_module.name}")
 
 
 @dataclass(frozen=True, slots=True)
