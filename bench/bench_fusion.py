@@ -55,6 +55,8 @@ from tribrid.v1 import (
 )
 
 RESULTS = REPO_ROOT / "bench" / "results"
+# A leg's Search RPC on its channel.
+LegSearch = grpc.aio.UnaryUnaryMultiCallable[common_pb2.SearchRequest, common_pb2.SearchResponse]
 CORPUS_COPY = REPO_ROOT / "bench" / "out" / "fusion-corpus-10k"
 console = Console(width=max(Console().width, 120))
 
@@ -166,7 +168,9 @@ async def run_load(
 
 class HangingVector(vector_pb2_grpc.VectorSearchServicer):
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         await asyncio.sleep(3600)
         return common_pb2.SearchResponse()
@@ -220,10 +224,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for name in ("fusion", "vector", "sparse", "graph")
     }
     fusion = fusion_pb2_grpc.FusionStub(channels["fusion"])
-    leg_stubs: dict[str, Any] = {
-        "vector": vector_pb2_grpc.VectorSearchStub(channels["vector"]),
-        "sparse": sparse_pb2_grpc.SparseSearchStub(channels["sparse"]),
-        "graph": graph_pb2_grpc.GraphSearchStub(channels["graph"]),
+    leg_searches: dict[str, LegSearch] = {
+        "vector": vector_pb2_grpc.VectorSearchStub(channels["vector"]).Search,
+        "sparse": sparse_pb2_grpc.SparseSearchStub(channels["sparse"]).Search,
+        "graph": graph_pb2_grpc.GraphSearchStub(channels["graph"]).Search,
     }
 
     def request(query: str, top_k: int | None = None) -> common_pb2.SearchRequest:
@@ -290,10 +294,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for leg in LEGS
             }
             result["legs_direct"] = {}
-            for name, stub in leg_stubs.items():
+            for name, search in leg_searches.items():
 
-                def direct(q: str, stub: Any = stub) -> Awaitable[Any]:
-                    return stub.Search(request(q, leg_top_k), timeout=timeout)  # type: ignore[no-any-return]
+                def direct(q: str, search: LegSearch = search) -> Awaitable[common_pb2.SearchResponse]:
+                    return search(request(q, leg_top_k), timeout=timeout)
 
                 lat, _, wall, errors = await run_load(
                     f"{name} (direct)",

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from google.api import http_pb2  # type: ignore[import-untyped]
+from google.api import http_pb2
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from starlette.requests import Request
@@ -174,7 +174,9 @@ class FaultyGateway(fusion_pb2_grpc.FusionServicer):
     """An injected fault: a gateway answering the status code named by the query."""
 
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, fusion_pb2.FusionSearchResponse],
     ) -> fusion_pb2.FusionSearchResponse:
         code = grpc.StatusCode[request.query]
         await context.abort(code, f"{code.name} for {request.corpus_id!r}")

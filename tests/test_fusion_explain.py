@@ -205,7 +205,9 @@ class FakeExpander(graph_pb2_grpc.GraphSearchServicer):
         self.requests: list[graph_pb2.ExpandContextRequest] = []
 
     async def ExpandContext(
-        self, request: graph_pb2.ExpandContextRequest, context: grpc.aio.ServicerContext
+        self,
+        request: graph_pb2.ExpandContextRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.ExpandContextRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         self.requests.append(request)
         await asyncio.sleep(self.delay_s)

@@ -21,7 +21,9 @@ class HangingVector(vector_pb2_grpc.VectorSearchServicer):
     """An injected fault: a vector leg that never answers in time."""
 
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         await asyncio.sleep(30)
         return common_pb2.SearchResponse()

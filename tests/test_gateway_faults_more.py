@@ -92,7 +92,9 @@ class UnavailableSparse(sparse_pb2_grpc.SparseSearchServicer):
         self.calls = 0
 
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         self.calls += 1
         await context.abort(grpc.StatusCode.UNAVAILABLE, "backend unavailable")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.api import annotations_pb2  # type: ignore[import-untyped]
+from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor, ServiceDescriptor
 
 import tribrid.v1

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar, cast
+from typing import Annotated, TypeVar
 
 import grpc
 import typer
@@ -430,7 +430,7 @@ def _graph_call(call: Callable[[graph_pb2_grpc.GraphSearchAsyncStub], Awaitable[
 
     async def run() -> _Reply:
         async with grpc.aio.insecure_channel(cfg.services.address("graph")) as channel:
-            stub = cast("graph_pb2_grpc.GraphSearchAsyncStub", graph_pb2_grpc.GraphSearchStub(channel))
+            stub = graph_pb2_grpc.GraphSearchStub(channel)
             return await call(stub)
 
     try:

@@ -8,7 +8,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar, cast
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -47,30 +47,36 @@ class RunningServer:
                 await spec.on_stop()
 
 
-async def _answer(context: grpc.aio.ServicerContext, error: Exception) -> None:
+async def _answer(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     if isinstance(error, RequestError):
         await context.abort(error.code, error.message)
     assert isinstance(error, ValidationError)
     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "; ".join(describe_errors(error)))
 
 
-class RequestErrors(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+
+
+class RequestErrors(grpc.aio.ServerInterceptor):
     """Answers what a caller must fix, raised anywhere in an RPC, with its status and message:
     `RequestError` with its own code, a pydantic `ValidationError` as INVALID_ARGUMENT naming
     the field and the allowed range. Servicers raise; none of them catches to abort."""
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
+        ],
         details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
         handler = await continuation(details)
         if handler is None:
             return None
         if handler.unary_unary is not None:
-            unary = handler.unary_unary
+            unary = cast("telemetry.AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
 
-            async def answer_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def answer_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
                 try:
                     return await unary(request, context)
                 except (RequestError, ValidationError) as err:
@@ -80,9 +86,11 @@ class RequestErrors(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 answer_unary, handler.request_deserializer, handler.response_serializer
             )
         if handler.unary_stream is not None:
-            stream = handler.unary_stream
+            stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
 
-            async def answer_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async def answer_stream(
+                request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
+            ) -> AsyncIterator[_Resp]:
                 try:
                     async for item in stream(request, context):
                         yield item

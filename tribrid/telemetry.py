@@ -253,7 +253,16 @@ def start_metrics_server(cfg: TelemetryConfig, host: str = "0.0.0.0") -> int | N
     return _metrics_port
 
 
-def _code_of(context: grpc.aio.ServicerContext, err: BaseException | None) -> str:
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+# What a grpc.aio server's method handler holds in `unary_unary` and `unary_stream`: a coroutine
+# function and an async generator function, both taking the aio context. The grpc stubs type
+# `grpc.RpcMethodHandler`'s behaviours for the sync server only, so interceptors cast to these.
+AioUnaryUnary = Callable[[_Req, grpc.aio.ServicerContext[_Req, _Resp]], Awaitable[_Resp]]
+AioUnaryStream = Callable[[_Req, grpc.aio.ServicerContext[_Req, _Resp]], AsyncIterator[_Resp]]
+
+
+def _code_of(context: grpc.aio.ServicerContext[Any, Any], err: BaseException | None) -> str:
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return str(code.name)
@@ -262,14 +271,16 @@ def _code_of(context: grpc.aio.ServicerContext, err: BaseException | None) -> st
     return "OK" if err is None else "UNKNOWN"
 
 
-class MetricsServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class MetricsServerInterceptor(grpc.aio.ServerInterceptor):
     """Counts and times unary-request RPCs (streaming-request ones, e.g. health Watch, pass through)."""
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
+        ],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_streaming:
             return handler
@@ -277,14 +288,16 @@ class MetricsServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
         if method.startswith(("/grpc.health", "/grpc.reflection")):
             return handler
 
-        def done(context: grpc.aio.ServicerContext, started: float, err: BaseException | None) -> None:
+        def done(
+            context: grpc.aio.ServicerContext[_Req, _Resp], started: float, err: BaseException | None
+        ) -> None:
             METRICS.requests.labels(method, _code_of(context, err)).inc()
             METRICS.request_latency.labels(method).observe(time.perf_counter() - started)
 
         if handler.unary_unary is not None:
-            inner_uu = handler.unary_unary
+            inner_uu = cast("AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
 
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def unary_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
                 started, err = time.perf_counter(), None
                 try:
                     return await inner_uu(request, context)
@@ -298,9 +311,11 @@ class MetricsServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
                 unary_unary, handler.request_deserializer, handler.response_serializer
             )
         if handler.unary_stream is not None:
-            inner_us = handler.unary_stream
+            inner_us = cast("AioUnaryStream[_Req, _Resp]", handler.unary_stream)
 
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async def unary_stream(
+                request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
+            ) -> AsyncIterator[_Resp]:
                 started, err = time.perf_counter(), None
                 try:
                     async for item in inner_us(request, context):

@@ -169,7 +169,8 @@ class Backend:
         self.addresses = dict(addresses)
         self._channels: dict[str, grpc.aio.Channel] = {}
         # one multicallable per RPC ("/tribrid.v1.GraphSearch/Stats"), on its service's channel
-        self._calls: dict[str, Any] = {}
+        self._unary: dict[str, grpc.aio.UnaryUnaryMultiCallable[Message, Message]] = {}
+        self._streaming: dict[str, grpc.aio.UnaryStreamMultiCallable[Message, Message]] = {}
 
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self._channels:
@@ -178,23 +179,23 @@ class Backend:
             )
         return self._channels[address]
 
-    def unary(self, route: HttpRoute) -> grpc.aio.UnaryUnaryMultiCallable:
-        if route.grpc_path not in self._calls:
-            self._calls[route.grpc_path] = self._channel_of(route).unary_unary(
+    def unary(self, route: HttpRoute) -> grpc.aio.UnaryUnaryMultiCallable[Message, Message]:
+        if route.grpc_path not in self._unary:
+            self._unary[route.grpc_path] = self._channel_of(route).unary_unary(
                 route.grpc_path,
                 request_serializer=route.request_class.SerializeToString,
                 response_deserializer=route.response_class.FromString,
             )
-        return self._calls[route.grpc_path]
+        return self._unary[route.grpc_path]
 
-    def streaming(self, route: HttpRoute) -> grpc.aio.UnaryStreamMultiCallable:
-        if route.grpc_path not in self._calls:
-            self._calls[route.grpc_path] = self._channel_of(route).unary_stream(
+    def streaming(self, route: HttpRoute) -> grpc.aio.UnaryStreamMultiCallable[Message, Message]:
+        if route.grpc_path not in self._streaming:
+            self._streaming[route.grpc_path] = self._channel_of(route).unary_stream(
                 route.grpc_path,
                 request_serializer=route.request_class.SerializeToString,
                 response_deserializer=route.response_class.FromString,
             )
-        return self._calls[route.grpc_path]
+        return self._streaming[route.grpc_path]
 
     def _channel_of(self, route: HttpRoute) -> grpc.aio.Channel:
         return self.channel(self.addresses[route.service.full_name])
@@ -206,7 +207,8 @@ class Backend:
         for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
-        self._calls.clear()
+        self._unary.clear()
+        self._streaming.clear()
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -283,7 +285,7 @@ def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> 
             raise grpc_error(err) from None
 
         async def lines() -> AsyncIterator[bytes]:
-            if first is not grpc.aio.EOF:
+            if isinstance(first, Message):  # else grpc.aio.EOF: a stream without messages
                 yield json.dumps(to_json(first)).encode() + b"\n"
             try:
                 async for event in stream:

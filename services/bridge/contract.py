@@ -13,9 +13,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, cast
 
 import grpc
-from google.api import annotations_pb2, http_pb2  # type: ignore[import-untyped]
+from google.api import annotations_pb2, http_pb2
 from google.protobuf import message_factory
 from google.protobuf.descriptor import (
     Descriptor,
@@ -29,6 +30,14 @@ from google.protobuf.message import Message
 
 import tribrid.v1
 from tribrid.legs import LEGS
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor_pb2 import MethodOptions
+    from google.protobuf.internal.extension_dict import _ExtensionFieldDescriptor
+
+# The `google.api.http` method option. googleapis-common-protos types it as a plain FieldDescriptor;
+# the protobuf stubs take (and type the value of) an extension handle typed with its two messages.
+_HTTP_OPTION = cast("_ExtensionFieldDescriptor[MethodOptions, http_pb2.HttpRule]", annotations_pb2.http)
 
 # The grpc-gateway mapping of gRPC status codes to HTTP statuses; any other code is 500.
 HTTP_STATUS: dict[grpc.StatusCode, int] = {
@@ -252,10 +261,9 @@ def http_routes() -> tuple[HttpRoute, ...]:
         for service in file.services_by_name.values():
             for method in service.methods:
                 options = method.GetOptions()
-                if options.HasExtension(annotations_pb2.http):
+                if options.HasExtension(_HTTP_OPTION):
                     routes.extend(
-                        http_route(service, method, r)
-                        for r in _rules(options.Extensions[annotations_pb2.http])
+                        http_route(service, method, r) for r in _rules(options.Extensions[_HTTP_OPTION])
                     )
     return tuple(routes)
 

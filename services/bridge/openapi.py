@@ -157,7 +157,7 @@ def source_comments(proto_root: Path = PROTO_ROOT) -> dict[str, str]:
     try:
         from importlib.resources import files
 
-        from google.api import annotations_pb2  # type: ignore[import-untyped]
+        from google.api import annotations_pb2
         from grpc_tools import protoc  # type: ignore[import-untyped]
     except ImportError:
         return {}

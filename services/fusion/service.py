@@ -15,7 +15,9 @@ class FusionServicer(fusion_pb2_grpc.FusionServicer):
         self._gateway = gateway
 
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, fusion_pb2.FusionSearchResponse],
     ) -> fusion_pb2.FusionSearchResponse:
         return await self._gateway.search(request, context.time_remaining())
 

@@ -186,7 +186,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     # --- RPCs -------------------------------------------------------------------------------------
 
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         options = request.options.graph
@@ -203,7 +205,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def ExpandContext(
-        self, request: graph_pb2.ExpandContextRequest, context: grpc.aio.ServicerContext
+        self,
+        request: graph_pb2.ExpandContextRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.ExpandContextRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         validate_corpus_id(request.corpus_id)
@@ -235,7 +239,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def Neighbors(
-        self, request: graph_pb2.NeighborsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: graph_pb2.NeighborsRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.NeighborsRequest, graph_pb2.EntitiesResponse],
     ) -> graph_pb2.EntitiesResponse:
         validate_corpus_id(request.corpus_id)
         direction = _edge_direction(request.direction)
@@ -259,7 +265,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         )
 
     async def PathBetween(
-        self, request: graph_pb2.PathBetweenRequest, context: grpc.aio.ServicerContext
+        self,
+        request: graph_pb2.PathBetweenRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.PathBetweenRequest, graph_pb2.PathResponse],
     ) -> graph_pb2.PathResponse:
         validate_corpus_id(request.corpus_id)
         longest = self._cfg.max_path_hops
@@ -281,7 +289,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         )
 
     async def EntityChunks(
-        self, request: graph_pb2.EntityChunksRequest, context: grpc.aio.ServicerContext
+        self,
+        request: graph_pb2.EntityChunksRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.EntityChunksRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         validate_corpus_id(request.corpus_id)
@@ -294,7 +304,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def Stats(
-        self, request: graph_pb2.GraphStatsRequest, context: grpc.aio.ServicerContext
+        self,
+        request: graph_pb2.GraphStatsRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.GraphStatsRequest, graph_pb2.GraphStatsResponse],
     ) -> graph_pb2.GraphStatsResponse:
         key = await self._key(request.corpus_id)
         counts = await self._store.counts(key)

@@ -29,7 +29,9 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         self._pipeline = IndexPipeline(cfg, pool, graph, embedder)
 
     async def IndexCorpus(
-        self, request: indexer_pb2.IndexCorpusRequest, context: grpc.aio.ServicerContext
+        self,
+        request: indexer_pb2.IndexCorpusRequest,
+        context: grpc.aio.ServicerContext[indexer_pb2.IndexCorpusRequest, indexer_pb2.IndexProgress],
     ) -> AsyncIterator[indexer_pb2.IndexProgress]:
         try:
             async for event in self._pipeline.run(request.corpus_id, request.path):
@@ -39,7 +41,9 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
             freeze_long_lived_objects()
 
     async def DeleteCorpus(
-        self, request: indexer_pb2.DeleteCorpusRequest, context: grpc.aio.ServicerContext
+        self,
+        request: indexer_pb2.DeleteCorpusRequest,
+        context: grpc.aio.ServicerContext[indexer_pb2.DeleteCorpusRequest, indexer_pb2.DeleteCorpusResponse],
     ) -> indexer_pb2.DeleteCorpusResponse:
         validate_corpus_id(request.corpus_id)
         generation = await corpus_generation(self._pool, request.corpus_id)
@@ -54,7 +58,9 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         return indexer_pb2.DeleteCorpusResponse(deleted=deleted is not None, chunks_deleted=deleted or 0)
 
     async def ListCorpora(
-        self, request: indexer_pb2.ListCorporaRequest, context: grpc.aio.ServicerContext
+        self,
+        request: indexer_pb2.ListCorporaRequest,
+        context: grpc.aio.ServicerContext[indexer_pb2.ListCorporaRequest, indexer_pb2.ListCorporaResponse],
     ) -> indexer_pb2.ListCorporaResponse:
         return indexer_pb2.ListCorporaResponse(
             corpora=[

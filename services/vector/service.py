@@ -77,7 +77,9 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         )
 
     async def Search(
-        self, request: common_pb2.SearchRequest, context: grpc.aio.ServicerContext
+        self,
+        request: common_pb2.SearchRequest,
+        context: grpc.aio.ServicerContext[common_pb2.SearchRequest, common_pb2.SearchResponse],
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         result = await self.search(request)
