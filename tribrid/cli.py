@@ -44,14 +44,9 @@ console = Console(width=max(Console().width, 150))
 err_console = Console(stderr=True)
 
 
-class Which(StrEnum):
-    all = "all"
-    vector = "vector"
-    sparse = "sparse"
-    graph = "graph"
-    fusion = "fusion"
-    indexer = "indexer"
-    bridge = "bridge"
+ALL = "all"
+# `tribrid serve WHICH`: every service in one process, or one of them (the legs from the leg table)
+SERVE_CHOICES = (ALL, *PROCESS_ALL)
 
 
 def _config() -> TriBridConfig:
@@ -107,10 +102,12 @@ def down() -> None:
 
 @app.command()
 def serve(
-    which: Annotated[Which, typer.Argument(help="which service(s) to run")] = Which.all,
+    which: Annotated[str, typer.Argument(help=f"which service(s) to run: {', '.join(SERVE_CHOICES)}")] = ALL,
     background: Annotated[bool, typer.Option(help="detach, and wait until every service is healthy")] = False,
 ) -> None:
     """Run services: all of them (the gRPC services and the HTTP bridge) in one process, or one."""
+    if which not in SERVE_CHOICES:
+        raise typer.BadParameter(f"{which!r} is not one of {', '.join(SERVE_CHOICES)}", param_hint="WHICH")
     cfg = _config()
     if background:
         _serve_background(cfg, which)
@@ -119,12 +116,15 @@ def serve(
     from tribrid.serve import run
 
     telemetry.setup_logging(cfg.telemetry)
-    telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which.value}")
-    names = PROCESS_ALL if which == Which.all else (which.value,)
-    asyncio.run(run(cfg, names))  # type: ignore[arg-type]
+    telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which}")
+    asyncio.run(run(cfg, _services(which)))
 
 
-def _serve_background(cfg: TriBridConfig, which: Which) -> None:
+def _services(which: str) -> tuple[ServiceName, ...]:
+    return PROCESS_ALL if which == ALL else (which,)
+
+
+def _serve_background(cfg: TriBridConfig, which: str) -> None:
     if (pid := _running_pid(cfg)) is not None:
         console.print(f"services: already running (pid {pid})")
         return
@@ -132,7 +132,7 @@ def _serve_background(cfg: TriBridConfig, which: Which) -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tribrid.cli", "serve", which.value],
+            [sys.executable, "-m", "tribrid.cli", "serve", which],
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -140,8 +140,7 @@ def _serve_background(cfg: TriBridConfig, which: Which) -> None:
         )
     _pid_file(cfg).write_text(str(proc.pid))
     started = time.monotonic()
-    names: list[ServiceName] = list(PROCESS_ALL) if which == Which.all else [which.value]  # type: ignore[list-item]
-    for name in names:
+    for name in _services(which):
         address = cfg.services.address(name)
         wait = (
             _wait_http(address, deadline_s=120)
@@ -151,9 +150,8 @@ def _serve_background(cfg: TriBridConfig, which: Which) -> None:
         if not asyncio.run(wait) or proc.poll() is not None:
             err_console.print(f"[red]services: {name} did not become healthy; see {log_path}[/red]")
             raise typer.Exit(1)
-    console.print(
-        f"services: {', '.join(names)} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})"
-    )
+    names = ", ".join(_services(which))
+    console.print(f"services: {names} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})")
 
 
 async def _wait_healthy(address: str, deadline_s: float) -> bool:
