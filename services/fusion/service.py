@@ -24,8 +24,10 @@ class FusionServicer(fusion_pb2_grpc.FusionServicer):
 
 async def build(res: Resources) -> ServiceSpec:
     cfg = res.cfg
-    # the final matches' content is read by id: a search pool, like the legs'
-    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, await res.pool(search=True))
+    # The final matches' content is read by id, after fusion, on the request's critical path: a
+    # pool of the gateway's own, not one shared with a leg hosted in the same process.
+    pool = await res.pool({"application_name": "tribrid-fusion"}, search=True)
+    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, pool)
     servicer = FusionServicer(gateway)
     return ServiceSpec(
         full_name=fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name,
