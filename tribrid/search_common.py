@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -148,6 +149,23 @@ def to_matches(
             )
         )
     return matches
+
+
+async def leg_response(
+    pool: asyncpg.Pool,
+    corpus_id: str,
+    scored: list[ScoredChunk],
+    leg: legs_pb2.Leg.ValueType,
+    started: float,
+    include_content: bool,
+    graph_provenance: Mapping[str, common_pb2.GraphProvenance] | None = None,
+) -> common_pb2.SearchResponse:
+    """A leg's answer: its matches in rank order, their content when asked, the time since `started`
+    (a `time.perf_counter()` reading)."""
+    matches = to_matches(scored, leg, graph_provenance)
+    if include_content:
+        await fill_content(pool, corpus_id, matches)
+    return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
 
 async def fill_content(pool: asyncpg.Pool, corpus_id: str, matches: list[common_pb2.ChunkMatch]) -> None:

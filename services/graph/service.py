@@ -7,6 +7,7 @@ Every call reads the corpus's current index generation and works on that generat
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -36,8 +37,7 @@ from tribrid.options import (
 )
 from tribrid.search_common import (
     ScoredChunk,
-    fill_content,
-    to_matches,
+    leg_response,
     validate_corpus_id,
     validate_search,
 )
@@ -175,13 +175,17 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _community(self, key: str, entities: list[Entity]) -> dict[str, int]:
         return await self._store.community_of(key, [e.entity_id for e in entities])
 
-    async def _matches(
-        self, corpus_id: str, scored: list[ScoredChunk], provenance: Any, include_content: bool
-    ) -> list[common_pb2.ChunkMatch]:
-        matches = to_matches(scored, legs_pb2.LEG_GRAPH, provenance)
-        if include_content:
-            await fill_content(self._pool, corpus_id, matches)
-        return matches
+    async def _response(
+        self,
+        corpus_id: str,
+        scored: list[ScoredChunk],
+        started: float,
+        include_content: bool,
+        provenance: Mapping[str, common_pb2.GraphProvenance] | None = None,
+    ) -> common_pb2.SearchResponse:
+        return await leg_response(
+            self._pool, corpus_id, scored, legs_pb2.LEG_GRAPH, started, include_content, provenance
+        )
 
     # --- RPCs -------------------------------------------------------------------------------------
 
@@ -199,10 +203,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         reader = self._reader(key, life)
         external = self._external.of(key, life)
         found = await graph_search(reader, self._pool, key, params, settings, external)
-        matches = await self._matches(
-            params.corpus_id, found.chunks, found.provenance, request.include_content
+        return await self._response(
+            params.corpus_id, found.chunks, started, request.include_content, found.provenance
         )
-        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def ExpandContext(
         self,
@@ -233,10 +236,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             top_k,
             GraphSettings.of(self._cfg),
         )
-        matches = await self._matches(
-            request.corpus_id, found.chunks, found.provenance, request.include_content
+        return await self._response(
+            request.corpus_id, found.chunks, started, request.include_content, found.provenance
         )
-        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
 
     async def Neighbors(
         self,
@@ -300,8 +302,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         rows = await fetch_chunks(self._pool, request.corpus_id, [entity.chunk_id] if entity.chunk_id else [])
         scored = [ScoredChunk(row, 1.0, f"entity={entity.qualified_name}") for row in rows.values()]
         # The chunks an entity names are what the caller asked for: always with their content.
-        matches = await self._matches(request.corpus_id, scored, None, include_content=True)
-        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
+        return await self._response(request.corpus_id, scored, started, include_content=True)
 
     async def Stats(
         self,

@@ -10,7 +10,7 @@ import grpc
 from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_plain, bm25_tsquery
 from tribrid.config import LimitsConfig, SparseConfig
 from tribrid.options import not_found, with_options
-from tribrid.search_common import fill_content, to_matches, validate_search
+from tribrid.search_common import leg_response, validate_search
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
@@ -57,10 +57,14 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         result = await self.search(request)
-        matches = to_matches(result.chunks, legs_pb2.LEG_SPARSE)
-        if request.include_content:
-            await fill_content(self._pool, request.corpus_id, matches)
-        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
+        return await leg_response(
+            self._pool,
+            request.corpus_id,
+            result.chunks,
+            legs_pb2.LEG_SPARSE,
+            started,
+            request.include_content,
+        )
 
 
 async def build(res: Resources) -> ServiceSpec:

@@ -13,7 +13,7 @@ from services.vector.search import IndexInfo, VectorResult, read_index, session_
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.options import RequestError, with_options
-from tribrid.search_common import fill_content, to_matches, validate_search
+from tribrid.search_common import leg_response, validate_search
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.text import query_terms
@@ -83,10 +83,14 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         result = await self.search(request)
-        matches = to_matches(result.chunks, legs_pb2.LEG_VECTOR)
-        if request.include_content:
-            await fill_content(self._pool, request.corpus_id, matches)
-        return common_pb2.SearchResponse(matches=matches, took_ms=(time.perf_counter() - started) * 1000)
+        return await leg_response(
+            self._pool,
+            request.corpus_id,
+            result.chunks,
+            legs_pb2.LEG_VECTOR,
+            started,
+            request.include_content,
+        )
 
 
 async def build(res: Resources) -> ServiceSpec:
