@@ -243,7 +243,7 @@ def test_long_function_is_split_into_overlapping_windows_that_keep_the_symbol() 
 
 def test_plain_text_windows_overlap_and_skip_blank_only_windows() -> None:
     text = "".join(f"line {n}\n" for n in range(1, 18)) + "\n" * 12 + "last\n"  # 30 lines
-    src = source("notes.txt", text)
+    src = source("notes.yaml", text)  # not a document format: line windows
     chunks = chunk_file(CORPUS, src, IndexerConfig(text_chunk_lines=10, text_chunk_overlap=3)).chunks
     # Windows 1-10, 8-17, 15-24 (trimmed to 15-17), 22-30 (trimmed to 30); 29-30 would only repeat "last".
     assert spans(chunks) == [
@@ -255,33 +255,47 @@ def test_plain_text_windows_overlap_and_skip_blank_only_windows() -> None:
     assert_content_is_the_lines(src, chunks)
 
 
-def test_markdown_splits_by_headings_within_the_size_bound() -> None:
-    appendix = "".join(f"a{n}\n" for n in range(1, 11))
+def test_markdown_splits_by_headings_within_the_token_budget() -> None:
+    appendix = "".join(f"a{n}.\n" for n in range(1, 11))
     text = (
         "# Guide\nintro\n\n"  # 1-3
         "## Install\npip install x\n```sh\n# not a heading\n```\n\n"  # 4-9
         "## Use\nrun it\n### Detail\nmore\n"  # 10-13
-        "# Appendix\n" + appendix  # 14-24: no subheading, longer than the bound
+        "# Appendix\n" + appendix  # 14-24: one paragraph, longer than the budget
     )
     src = source("docs/guide.md", text)
-    chunks = chunk_file(CORPUS, src, IndexerConfig(text_chunk_lines=8, text_chunk_overlap=2)).chunks
+    cfg = IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=8)
+    chunks = chunk_file(CORPUS, src, cfg).chunks
 
-    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 2), (4, 8), (10, 13), (14, 21), (20, 24)]
-    assert {c.kind for c in chunks} == {"text"} and {c.symbol for c in chunks} == {""}
+    # The fence's "# not a heading" is code; the appendix splits after sentence ends, its heading
+    # staying with the text under it.
+    assert [(c.start_line, c.end_line) for c in chunks] == [
+        (1, 2),
+        (4, 5),
+        (6, 8),
+        (10, 11),
+        (12, 13),
+        (14, 21),
+        (22, 24),
+    ]
+    assert {c.kind for c in chunks} == {"section"} and {c.symbol for c in chunks} == {""}
     assert_content_is_the_lines(src, chunks)
     headers = [c.embed_text.split("\n")[1] for c in chunks]
+    # two top-level headings: the file name is the document's title
     assert headers == [
-        "# section: Guide",
-        "# section: Guide > Install",
-        "# section: Guide > Use",
-        "# section: Appendix",
-        "# section: Appendix",
+        "# section: guide > Guide",
+        "# section: guide > Guide > Install",
+        "# section: guide > Guide > Install",
+        "# section: guide > Guide > Use",
+        "# section: guide > Guide > Use > Detail",
+        "# section: guide > Appendix",
+        "# section: guide > Appendix",
     ]
 
 
 def test_small_markdown_stays_one_chunk() -> None:
     src = source("README.md", (FIXTURE_REPO / "README.md").read_text(encoding="utf-8"))
-    assert spans(chunk_file(CORPUS, src, IndexerConfig()).chunks) == [("text", "", 1, 11)]
+    assert spans(chunk_file(CORPUS, src, IndexerConfig()).chunks) == [("section", "", 1, 11)]
 
 
 def test_chunk_ids_survive_a_blank_line_inserted_above_a_function() -> None:

@@ -340,6 +340,11 @@ class IndexerConfig(_Section):
     text_chunk_overlap: int = Field(10, ge=0, le=5_000)
     max_chunk_lines: int = Field(200, ge=10, le=10_000)
     write_batch_size: int = Field(256, ge=1, le=100_000)
+    # Documents (Markdown, reStructuredText, HTML, PDF, DOCX, plain text) are chunked by section
+    # within this budget of estimated tokens (words x 1.3): a longer section splits between
+    # paragraphs, a piece under the minimum merges with its neighbour under the same heading.
+    doc_chunk_min_tokens: int = Field(80, ge=1, le=10_000)
+    doc_chunk_max_tokens: int = Field(350, ge=4, le=10_000)
     # Keep each file's parse (chunks and graph) in the indexer's memory, keyed by content hash, so
     # a run that changes a few files does not re-parse the rest for cross-file resolution.
     # Memory grows with the corpora indexed (about 2 MB per 100 files of Python).
@@ -354,6 +359,8 @@ class IndexerConfig(_Section):
     def _overlap_below_size(self) -> IndexerConfig:
         if self.text_chunk_overlap >= self.text_chunk_lines:
             raise ValueError("text_chunk_overlap must be smaller than text_chunk_lines")
+        if self.doc_chunk_min_tokens > self.doc_chunk_max_tokens:
+            raise ValueError("doc_chunk_min_tokens must not exceed doc_chunk_max_tokens")
         return self
 
 

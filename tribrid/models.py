@@ -19,10 +19,17 @@ class Chunk:
     start_line: int  # 1-based, inclusive
     end_line: int  # 1-based, inclusive
     language: str
-    kind: str  # function | class | module | text
+    kind: str  # function | class | module | text | section (a document's)
     symbol: str  # qualified name of the definition, "" for plain text
-    content: str  # exactly the source lines start_line..end_line
+    # The source lines start_line..end_line; for HTML, the text of the elements on those lines.
+    content: str
     embed_text: str  # content plus a context header, what gets embedded and indexed lexically
+    # Documents only: the document's title, the breadcrumb "Title > Section > Subsection", and the
+    # pages the chunk's text is on (1-based; 0 where the source has no pages).
+    document_title: str = ""
+    section: str = ""
+    page_start: int = 0
+    page_end: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,6 +141,10 @@ def to_matches(
                 leg=leg,
                 symbol=c.symbol,
                 kind=c.kind,
+                document_title=c.document_title,
+                section=c.section,
+                page_start=c.page_start,
+                page_end=c.page_end,
                 explain=[
                     common_pb2.LegExplain(
                         leg=leg, rank=rank, raw_score=item.score, detail=item.detail, graph=provenance

@@ -38,6 +38,10 @@ _CHUNK_COLS = [
     "tsv",
     "term_count",
     "embed_hash",
+    "document_title",
+    "section",
+    "page_start",
+    "page_end",
 ]
 
 
@@ -182,6 +186,10 @@ def _chunk_records(
                 tsv,
                 length,
                 embed_hash(model, chunk),
+                chunk.document_title,
+                chunk.section,
+                chunk.page_start,
+                chunk.page_end,
             )
         )
         for term, tf in Counter(terms).items():

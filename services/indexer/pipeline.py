@@ -64,7 +64,8 @@ log = logging.getLogger(__name__)
 # How files become chunks and postings. Bump it when chunking, chunk headers or tokenizing change:
 # the next run of an older corpus then redoes every file instead of mixing the two formats.
 #   1: Python chunked by tree-sitter; BM25 postings leave out the chunk header's labels.
-INDEX_FORMAT = 1
+#   2: documents (Markdown, RST, HTML, PDF, DOCX, text) chunked by section with title, breadcrumb, pages.
+INDEX_FORMAT = 2
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs

@@ -1,9 +1,12 @@
-"""Split a source file into chunks: code by definition, Markdown by section, the rest by line window.
+"""Split a source file into chunks: code by definition, documents by section, the rest by line window.
 
 Python, JavaScript, TypeScript, Go, Java and Rust are chunked from their tree-sitter tree
 (`tribrid.indexing.treesitter`). Python is also parsed with `ast`, for its graph extractor.
 
-Invariant: a chunk's `content` is exactly the file's lines start_line..end_line (1-based, inclusive,
+Documents (Markdown, reStructuredText, HTML, PDF, DOCX, plain text) are chunked from their outline
+(`tribrid.indexing.documents`, `tribrid.indexing.doc_chunks`).
+
+Invariant: a code chunk's `content` is exactly the file's lines start_line..end_line (1-based, inclusive,
 joined by "\\n"). Chunk ids leave line numbers out, so an unchanged definition keeps its id when
 code above it moves.
 """
@@ -11,15 +14,15 @@ code above it moves.
 from __future__ import annotations
 
 import ast
-import itertools
-import re
 from dataclasses import dataclass, replace
 
 from tree_sitter import Tree
 
 from tribrid.config import IndexerConfig
+from tribrid.indexing.doc_chunks import chunk_document
+from tribrid.indexing.documents import DOCUMENT_LANGUAGES, outline_of
 from tribrid.indexing.pysyntax import reindent_bracket_continuations, split_lines
-from tribrid.indexing.spans import ChunkBuilder, Span, windows
+from tribrid.indexing.spans import ChunkBuilder, windows
 from tribrid.indexing.treesitter.chunks import TreeChunker
 from tribrid.indexing.treesitter.parsers import TREE_SITTER_LANGUAGES, parse
 from tribrid.indexing.walker import SourceFile
@@ -52,10 +55,10 @@ def chunk_file(corpus_id: str, source: SourceFile, cfg: IndexerConfig) -> ChunkR
         _chunk_tree(builder, cfg, syntax_tree)
         has_error = syntax_tree.root_node.has_error
         return ChunkResult(builder.sorted_chunks(), syntax_error=has_error, syntax_tree=syntax_tree)
-    if source.language == "markdown":
-        _add_markdown_sections(builder, cfg)
-    else:
-        _add_text_windows(builder, cfg)
+    if source.language in DOCUMENT_LANGUAGES:
+        outline = source.outline or outline_of(source.language, source.text, source.path)
+        return ChunkResult(chunk_document(corpus_id, source.path, source.language, source.text, outline, cfg))
+    _add_text_windows(builder, cfg)
     return ChunkResult(builder.chunks)
 
 
@@ -90,83 +93,3 @@ def _add_text_windows(builder: ChunkBuilder, cfg: IndexerConfig) -> None:
         trimmed = builder.trim(window)
         if trimmed is not None:
             builder.add(trimmed, "text", "", [])
-
-
-# --- Markdown ----------------------------------------------------------------------------------
-
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-@dataclass(frozen=True, slots=True)
-class _Heading:
-    line: int
-    level: int
-    title: str
-
-
-def _markdown_headings(lines: list[str]) -> list[_Heading]:
-    """ATX headings (`## Title`), ignoring lines inside fenced code blocks."""
-    headings: list[_Heading] = []
-    fence = ""
-    for number, line in enumerate(lines, start=1):
-        fence_match = _FENCE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if not fence:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
-                fence = ""
-            continue
-        if fence:
-            continue
-        heading = _ATX_HEADING.match(line)
-        if heading:
-            headings.append(_Heading(number, len(heading.group(1)), (heading.group(2) or "").strip()))
-    return headings
-
-
-def _add_markdown_sections(builder: ChunkBuilder, cfg: IndexerConfig) -> None:
-    headings = _markdown_headings(builder.lines)
-    for span in _split_section((1, len(builder.lines)), headings, cfg.text_chunk_lines):
-        trimmed = builder.trim(span)
-        if trimmed is None:
-            continue
-        for window in windows(trimmed, cfg.text_chunk_lines, cfg.text_chunk_overlap):
-            piece = builder.trim(window)
-            if piece is not None:
-                builder.add(piece, "text", "", _breadcrumb(headings, piece[0]))
-
-
-def _split_section(span: Span, headings: list[_Heading], max_lines: int) -> list[Span]:
-    """A section that fits stays whole; a longer one splits at its top-level subheadings, recursively.
-
-    Each piece runs from a heading to just before the next heading of the same or a higher level,
-    so pieces never overlap; a piece with no subheading left is windowed by the caller.
-    """
-    start, end = span
-    if end < start:
-        return []
-    inner = [h for h in headings if start < h.line <= end]
-    if end - start + 1 <= max_lines or not inner:
-        return [span]
-    top = min(h.level for h in inner)
-    cuts = [h.line for h in inner if h.level == top]
-    bounds = [start, *cuts, end + 1]
-    pieces: list[Span] = []
-    for piece_start, next_start in itertools.pairwise(bounds):
-        pieces.extend(_split_section((piece_start, next_start - 1), headings, max_lines))
-    return pieces
-
-
-def _breadcrumb(headings: list[_Heading], line: int) -> list[str]:
-    """`# section: Title > Subtitle` for the headings enclosing `line`."""
-    stack: list[_Heading] = []
-    for heading in headings:
-        if heading.line > line:
-            break
-        while stack and stack[-1].level >= heading.level:
-            stack.pop()
-        stack.append(heading)
-    titles = [h.title for h in stack if h.title]
-    return [f"# section: {' > '.join(titles)}"] if titles else []

@@ -11,6 +11,13 @@ from pathlib import Path
 import pathspec
 
 from tribrid.config import IndexerConfig
+from tribrid.indexing.documents import (
+    BINARY_DOCUMENT_LANGUAGES,
+    DOCUMENT_LANGUAGES,
+    DocumentError,
+    Outline,
+    extract_binary,
+)
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -50,6 +57,8 @@ _LANGUAGE_BY_SUFFIX: dict[str, str] = {
     ".svelte": "svelte",
     **dict.fromkeys((".md", ".markdown", ".mdx"), "markdown"),
     ".rst": "rst",
+    ".pdf": "pdf",
+    ".docx": "docx",
     ".adoc": "asciidoc",
     ".tex": "latex",
     **dict.fromkeys((".yaml", ".yml"), "yaml"),
@@ -88,12 +97,16 @@ class SourceFile:
     text: str  # decoded UTF-8 (BOM dropped), newlines normalised to "\n"
     language: str
     content_hash: str  # sha256 hex of the file's bytes as stored
+    # PDF and DOCX: `text` is the extracted text and this its outline (headings, blocks, pages).
+    outline: Outline | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
     path: str
-    reason: str  # too_large | binary | undecodable | symlink | unsupported | special | unreadable
+    # too_large | binary | undecodable | symlink | unsupported | special | unreadable, and for
+    # documents: empty | corrupt | encrypted | no_text_layer
+    reason: str
 
 
 def detect_language(path: str) -> str | None:
@@ -193,6 +206,8 @@ def _read_file(path: Path, rel_path: str, cfg: IndexerConfig) -> SourceFile | Sk
         return Skipped(rel_path, "unreadable")
     if len(data) > cfg.max_file_bytes:  # grew since stat
         return Skipped(rel_path, "too_large")
+    if language in BINARY_DOCUMENT_LANGUAGES:
+        return _read_binary_document(data, rel_path, language)
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return Skipped(rel_path, "binary")
     try:
@@ -201,4 +216,17 @@ def _read_file(path: Path, rel_path: str, cfg: IndexerConfig) -> SourceFile | Sk
         return Skipped(rel_path, "undecodable")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if language in DOCUMENT_LANGUAGES and not text.strip():
+        return Skipped(rel_path, "empty")
     return SourceFile(rel_path, text, language, hashlib.sha256(data).hexdigest())
+
+
+def _read_binary_document(data: bytes, rel_path: str, language: str) -> SourceFile | Skipped:
+    """A PDF or DOCX as its extracted text; an unreadable one is skipped with the reason."""
+    if not data.strip():
+        return Skipped(rel_path, "empty")
+    try:
+        extracted = extract_binary(language, data, rel_path)
+    except DocumentError as error:
+        return Skipped(rel_path, error.reason)
+    return SourceFile(rel_path, extracted.text, language, hashlib.sha256(data).hexdigest(), extracted.outline)

@@ -113,6 +113,13 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             WHERE p.generation <= c.generation
             GROUP BY p.corpus_id, p.term;
         """,
+        # Documents: the title, the section breadcrumb and the pages of a chunk ('' and 0 for code).
+        """
+        ALTER TABLE chunks ADD COLUMN document_title text NOT NULL DEFAULT '';
+        ALTER TABLE chunks ADD COLUMN section text NOT NULL DEFAULT '';
+        ALTER TABLE chunks ADD COLUMN page_start int NOT NULL DEFAULT 0;
+        ALTER TABLE chunks ADD COLUMN page_end int NOT NULL DEFAULT 0;
+        """,
     ]
 
 
@@ -193,10 +200,17 @@ class ChunkRow:
     language: str
     kind: str
     symbol: str
+    document_title: str
+    section: str
+    page_start: int
+    page_end: int
 
 
 # What a search reads of a chunk; its content is fetched once, for the answers (fetch_contents).
-CHUNK_COLUMNS = "chunk_id, corpus_id, file_path, start_line, end_line, language, kind, symbol"
+CHUNK_COLUMNS = (
+    "chunk_id, corpus_id, file_path, start_line, end_line, language, kind, symbol,"
+    " document_title, section, page_start, page_end"
+)
 
 
 def chunk_row(record: asyncpg.Record) -> ChunkRow:
