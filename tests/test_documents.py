@@ -1,0 +1,341 @@
+"""Documents: each format's outline and chunks (exact spans, breadcrumbs, pages), the files that are
+skipped and why, and a changed PDF re-indexed against the real stores."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import docx
+import pytest
+from pypdf import PdfReader, PdfWriter
+from reportlab.graphics.shapes import Drawing, Rect
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
+from services.indexer.pipeline import IndexPipeline
+from tests.conftest import Stack
+from tribrid.config import IndexerConfig
+from tribrid.indexing.chunker import chunk_file
+from tribrid.indexing.doc_chunks import breadcrumb, estimate_tokens
+from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
+from tribrid.models import Chunk
+from tribrid.stores.postgres import committed
+from tribrid.v1 import common_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+
+FIXTURES = Path(__file__).parent / "fixtures" / "documents"
+# No minimum (nothing merges) and a budget every section of the fixtures fits: a chunk per section.
+SMALL = IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=60)
+
+PDF_PAGES = (
+    (
+        "Backup procedures",
+        "Backups run nightly to the protection appliance.",
+        "Each job copies changed blocks.",
+    ),
+    ("Restore procedures", "Pick a restore point from the catalogue.", "Restores go to a new volume."),
+    ("Upgrade procedures", "Upgrades roll one node at a time.", "Each node is drained first."),
+)
+
+
+def write_pdf(pages: tuple[tuple[str, ...], ...], title: str = "VxRail Operations") -> bytes:
+    out = io.BytesIO()
+    pdf = canvas.Canvas(out, pagesize=A4)
+    pdf.setTitle(title)
+    for lines in pages:
+        for number, line in enumerate(lines):
+            pdf.drawString(72, 800 - 16 * number, line)
+        pdf.showPage()
+    pdf.save()
+    return out.getvalue()
+
+
+def write_docx() -> bytes:
+    document = docx.Document()
+    document.add_paragraph("Story Atlas", style="Title")
+    document.add_heading("Characters", level=1)
+    document.add_paragraph("Mara is a pilot of the northern fleet.")
+    document.add_heading("Allies", level=2)
+    document.add_paragraph("Tomas repairs her ship.")
+    document.add_heading("Places", level=1)
+    table = document.add_table(rows=2, cols=2)
+    for row, cells in enumerate((("City", "Founded"), ("Harbor", "1204"))):
+        for column, text in enumerate(cells):
+            table.cell(row, column).text = text
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def walk(root: Path, cfg: IndexerConfig = SMALL) -> tuple[dict[str, SourceFile], dict[str, str]]:
+    files: dict[str, SourceFile] = {}
+    skipped: dict[str, str] = {}
+    for item in walk_corpus(root, cfg):
+        if isinstance(item, Skipped):
+            skipped[item.path] = item.reason
+        else:
+            files[item.path] = item
+    return files, skipped
+
+
+def chunks_of(source: SourceFile, cfg: IndexerConfig = SMALL) -> list[Chunk]:
+    return chunk_file("docs", source, cfg).chunks
+
+
+def table(chunks: list[Chunk]) -> list[tuple[int, int, str, int, int]]:
+    return [(c.start_line, c.end_line, c.section, c.page_start, c.page_end) for c in chunks]
+
+
+def assert_content_is_the_lines(source: SourceFile, chunks: list[Chunk]) -> None:
+    lines = source.text.split("\n")
+    for chunk in chunks:
+        assert chunk.content == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        assert chunk.embed_text == f"# file: {source.path}\n# section: {chunk.section}\n{chunk.content}"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES, tmp_path / "docs")
+    (tmp_path / "docs" / "ops.pdf").write_bytes(write_pdf(PDF_PAGES))
+    (tmp_path / "docs" / "atlas.docx").write_bytes(write_docx())
+    return tmp_path / "docs"
+
+
+def test_markdown_atx_and_setext_headings_and_front_matter(corpus: Path) -> None:
+    files, _ = walk(corpus)
+    source = files["guide.md"]
+    chunks = chunks_of(source)
+    # Front matter (lines 1-4) is the title, not text; "Installing" and "Requirements" are setext.
+    assert table(chunks) == [
+        (6, 10, "Backup Guide > Installing", 0, 0),
+        (12, 15, "Backup Guide > Installing > Requirements", 0, 0),
+        (17, 24, "Backup Guide > Backup procedures", 0, 0),
+        (26, 28, "Backup Guide > Backup procedures > Restoring", 0, 0),
+    ]
+    assert {c.document_title for c in chunks} == {"Backup Guide"} and {c.kind for c in chunks} == {"section"}
+    assert_content_is_the_lines(source, chunks)
+    # With the default budget the small sections merge: a section's text with its subsections.
+    assert table(chunks_of(source, IndexerConfig())) == [(6, 28, "Backup Guide", 0, 0)]
+
+
+def test_restructuredtext_sections_by_overline_and_underline(corpus: Path) -> None:
+    files, _ = walk(corpus)
+    source = files["manual.rst"]
+    chunks = chunks_of(source)
+    assert table(chunks) == [
+        (1, 5, "Cluster Manual", 0, 0),  # the over+underlined title opens the document
+        (7, 10, "Cluster Manual > Networking", 0, 0),
+        (12, 15, "Cluster Manual > Networking > Bonding", 0, 0),
+        (17, 20, "Cluster Manual > Storage", 0, 0),
+    ]
+    assert_content_is_the_lines(source, chunks)
+
+
+def test_html_main_text_without_scripts_styles_or_navigation(corpus: Path) -> None:
+    files, _ = walk(corpus)
+    chunks = chunks_of(files["page.html"])
+    assert table(chunks) == [
+        (10, 12, "Release Notes > Version 2.0", 0, 0),
+        (14, 21, "Release Notes > Version 2.0 > Upgrading", 0, 0),
+    ]
+    assert chunks[0].document_title == "Release Notes"  # from <title>
+    assert chunks[0].content == "Version 2.0\n\nThis release adds snapshots and faster replication."
+    assert chunks[1].content == (
+        "Upgrading\n\nStop the service.\n\nInstall the new package.\n\nComponent | Version\n\nagent | 2.0.1"
+    )
+    text = " ".join(c.embed_text for c in chunks)
+    for dropped in ("tracking", "never indexed", "color", "Home", "Copyright"):
+        assert dropped not in text
+
+
+def test_pdf_chunks_keep_their_pages(corpus: Path) -> None:
+    files, _ = walk(corpus)
+    source = files["ops.pdf"]
+    # The extracted text, a blank line between pages: what the chunks' lines are numbers of.
+    assert source.text.split("\n") == [*PDF_PAGES[0], "", *PDF_PAGES[1], "", *PDF_PAGES[2]]
+    chunks = chunks_of(source, IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=20))
+    assert table(chunks) == [
+        (1, 3, "VxRail Operations", 1, 1),
+        (5, 7, "VxRail Operations", 2, 2),
+        (9, 11, "VxRail Operations", 3, 3),
+    ]
+    assert_content_is_the_lines(source, chunks)
+    assert table(chunks_of(source, IndexerConfig())) == [(1, 11, "VxRail Operations", 1, 3)]
+
+
+def test_docx_headings_paragraphs_and_tables(corpus: Path) -> None:
+    files, _ = walk(corpus)
+    source = files["atlas.docx"]
+    assert source.text.split("\n") == [
+        "Story Atlas",
+        "",
+        "Characters",
+        "",
+        "Mara is a pilot of the northern fleet.",
+        "",
+        "Allies",
+        "",
+        "Tomas repairs her ship.",
+        "",
+        "Places",
+        "",
+        "City | Founded",
+        "Harbor | 1204",
+    ]
+    chunks = chunks_of(source, IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=12))
+    assert table(chunks) == [
+        (1, 1, "Story Atlas", 0, 0),
+        (3, 5, "Story Atlas > Characters", 0, 0),
+        (7, 9, "Story Atlas > Characters > Allies", 0, 0),
+        (11, 14, "Story Atlas > Places", 0, 0),
+    ]
+    assert_content_is_the_lines(source, chunks)
+
+
+def test_plain_text_is_chunked_by_paragraph(tmp_path: Path) -> None:
+    paragraphs = [" ".join(f"w{p}x{n}." for n in range(10)) for p in range(3)]
+    (tmp_path / "notes.txt").write_text("\n\n".join(paragraphs) + "\n")
+    files, _ = walk(tmp_path)
+    chunks = chunks_of(files["notes.txt"], IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=20))
+    assert table(chunks) == [(1, 1, "notes", 0, 0), (3, 3, "notes", 0, 0), (5, 5, "notes", 0, 0)]
+
+
+def test_a_long_section_splits_between_paragraphs_and_a_long_paragraph_after_sentences(
+    tmp_path: Path,
+) -> None:
+    sentence = "The node keeps a copy of every block it writes."  # 10 words, 13 tokens
+    long_paragraph = "\n".join([sentence] * 6)  # lines 5-10: one paragraph of 78 tokens
+    text = f"# Storage\n\n{sentence}\n\n{long_paragraph}\n\n{sentence}\n"
+    (tmp_path / "storage.md").write_text(text)
+    files, _ = walk(tmp_path)
+    source = files["storage.md"]
+    cfg = IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=30)
+    chunks = chunks_of(source, cfg)
+    # 30 tokens: after 24 (80 %) a line that ends a sentence closes a piece; no line is cut.
+    assert table(chunks) == [
+        (1, 3, "Storage", 0, 0),
+        (5, 6, "Storage", 0, 0),
+        (7, 8, "Storage", 0, 0),
+        (9, 10, "Storage", 0, 0),
+        (12, 12, "Storage", 0, 0),
+    ]
+    assert all(estimate_tokens(c.content) <= 30 for c in chunks)
+    assert_content_is_the_lines(source, chunks)
+
+
+def test_breadcrumb_does_not_repeat_the_title() -> None:
+    assert breadcrumb("Guide", ("Guide", "Install")) == "Guide > Install"
+    assert breadcrumb("guide", ("Setup", "Linux")) == "guide > Setup > Linux"
+    assert breadcrumb("", ()) == ""
+
+
+def test_corrupt_encrypted_textless_and_empty_files_are_skipped_with_reasons(tmp_path: Path) -> None:
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage")
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(write_pdf(PDF_PAGES))))
+    writer.encrypt(user_password="secret", owner_password="owner")
+    encrypted = io.BytesIO()
+    writer.write(encrypted)
+    (tmp_path / "locked.pdf").write_bytes(encrypted.getvalue())
+    scan = io.BytesIO()  # a page with a drawing and no text layer, as a scanner makes
+    pdf = canvas.Canvas(scan)
+    drawing = Drawing(200, 200)
+    drawing.add(Rect(10, 10, 100, 100))
+    drawing.drawOn(pdf, 72, 400)
+    pdf.showPage()
+    pdf.save()
+    (tmp_path / "scan.pdf").write_bytes(scan.getvalue())
+    (tmp_path / "blank.pdf").write_bytes(b"")
+    (tmp_path / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "empty.md").write_text("\n  \n")
+    (tmp_path / "fine.md").write_text("# Fine\n\nStill indexed.\n")
+
+    files, skipped = walk(tmp_path)
+    assert skipped == {
+        "blank.pdf": "empty",
+        "broken.docx": "corrupt",
+        "broken.pdf": "corrupt",
+        "empty.md": "empty",
+        "locked.pdf": "encrypted",
+        "scan.pdf": "no_text_layer",
+    }
+    assert list(files) == ["fine.md"]
+
+
+async def index_with(
+    stack: Stack, cfg: IndexerConfig, corpus_id: str, root: Path
+) -> indexer_pb2.IndexProgress:
+    pipeline = IndexPipeline(
+        stack.cfg.model_copy(update={"indexer": cfg}),
+        await stack.resources.pool(),
+        stack.resources.graph(),
+        stack.resources.embedder(),
+    )
+    last = indexer_pb2.IndexProgress()
+    async for event in pipeline.run(corpus_id, str(root)):
+        last = event
+    assert last.done
+    return last
+
+
+async def test_reindexing_a_changed_pdf_replaces_only_its_chunks(stack: Stack, corpus: Path) -> None:
+    cfg = stack.cfg.indexer.model_copy(update={"doc_chunk_min_tokens": 1, "doc_chunk_max_tokens": 20})
+    async with stack.channel("indexer") as channel:  # a corpus an earlier session left behind
+        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
+            indexer_pb2.DeleteCorpusRequest(corpus_id="docs-reindex")
+        )
+    first = await index_with(stack, cfg, "docs-reindex", corpus)
+    assert first.files_changed == 5 and first.files_skipped == 0
+    pool = await stack.resources.pool()
+    query = (
+        "SELECT chunk_id, file_path, generation, start_line, end_line, content, document_title, section,"
+        f" page_start, page_end FROM chunks c WHERE corpus_id = $1 AND {committed('c')}"
+    )
+    before = {r["chunk_id"]: dict(r) for r in await pool.fetch(query, "docs-reindex")}
+    pdf_before = {k: v for k, v in before.items() if v["file_path"] == "ops.pdf"}
+    assert sorted((v["page_start"], v["page_end"], v["document_title"]) for v in pdf_before.values()) == [
+        (1, 1, "VxRail Operations"),
+        (2, 2, "VxRail Operations"),
+        (3, 3, "VxRail Operations"),
+    ]
+
+    changed = (
+        PDF_PAGES[0],
+        ("Restore procedures", "Restores need the volume key.", "Keys live in the vault."),
+        PDF_PAGES[2],
+    )
+    (corpus / "ops.pdf").write_bytes(write_pdf(changed))
+    second = await index_with(stack, cfg, "docs-reindex", corpus)
+    assert (second.files_changed, second.files_deleted, second.generation) == (1, 0, first.generation + 1)
+    after = {r["chunk_id"]: dict(r) for r in await pool.fetch(query, "docs-reindex")}
+
+    others = {k: v for k, v in before.items() if v["file_path"] != "ops.pdf"}
+    assert {k: v for k, v in after.items() if v["file_path"] != "ops.pdf"} == others  # untouched rows
+    pdf_after = sorted(
+        (v["page_start"], v["generation"], v["content"])
+        for v in after.values()
+        if v["file_path"] == "ops.pdf"
+    )
+    assert [(page, content) for page, _, content in pdf_after] == [
+        (1, "\n".join(PDF_PAGES[0])),
+        (2, "\n".join(changed[1])),
+        (3, "\n".join(PDF_PAGES[2])),
+    ]
+    assert {generation for _, generation, _ in pdf_after} == {second.generation}
+
+    # A fused search answers with the document's title, breadcrumb and page.
+    request = common_pb2.SearchRequest(
+        corpus_id="docs-reindex", query="where do the volume keys live", top_k=3
+    )
+    async with stack.channel("fusion") as channel:
+        reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
+    top = reply.matches[0]
+    assert (top.file_path, top.document_title, top.section, top.page_start, top.page_end, top.kind) == (
+        "ops.pdf",
+        "VxRail Operations",
+        "VxRail Operations",
+        2,
+        2,
+        "section",
+    )
+    assert (top.start_line, top.end_line) == (5, 7)
