@@ -4,6 +4,7 @@ skipped and why, and a changed PDF re-indexed against the real stores."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from services.indexer.pipeline import IndexPipeline
-from tests.conftest import Stack
+from tests.conftest import Stack, index_corpus
+from tests.test_cli import cli
+from tribrid.cli import describe_match
 from tribrid.config import IndexerConfig
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.doc_chunks import breadcrumb, estimate_tokens
@@ -339,3 +342,42 @@ async def test_reindexing_a_changed_pdf_replaces_only_its_chunks(stack: Stack, c
         "section",
     )
     assert (top.start_line, top.end_line) == (5, 7)
+
+
+def test_describe_match_shows_breadcrumb_and_pages() -> None:
+    def match(**fields: object) -> common_pb2.ChunkMatch:
+        return common_pb2.ChunkMatch(**fields)  # type: ignore[arg-type]
+
+    assert describe_match(match(symbol="shop.cart.Cart", kind="class")) == "shop.cart.Cart"
+    assert describe_match(match(kind="text")) == "text"
+    assert describe_match(match(document_title="Guide", section="Guide > Install")) == "Guide > Install"
+    pdf = match(document_title="Ops", section="Ops", page_start=2, page_end=2)
+    assert describe_match(pdf) == "Ops p.2"
+    pdf.page_end = 3
+    assert describe_match(pdf) == "Ops pp.2-3"
+
+
+async def test_cli_search_shows_document_fields(stack: Stack, corpus: Path) -> None:
+    async with stack.channel("indexer") as channel:
+        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
+            indexer_pb2.DeleteCorpusRequest(corpus_id="docs-cli")
+        )
+    done = await index_corpus(stack, "docs-cli", corpus)
+    assert done.done and done.files_changed == 5
+    code, out, err = await cli(
+        stack, "search", "nodes drained one at a time during upgrades", "--corpus", "docs-cli", "--json"
+    )
+    assert code == 0, err
+    top = json.loads(out)["matches"][0]
+    assert (top["file_path"], top["document_title"], top["section"], top["page_start"], top["page_end"]) == (
+        "ops.pdf",
+        "VxRail Operations",
+        "VxRail Operations",
+        1,
+        3,
+    )
+    code, out, err = await cli(
+        stack, "search", "nodes drained one at a time during upgrades", "--corpus", "docs-cli", "--top-k", "3"
+    )
+    assert code == 0, err
+    assert "VxRail Operations pp.1-3" in out and "symbol / section" in out
