@@ -18,7 +18,7 @@ from reportlab.pdfgen import canvas
 from services.indexer.pipeline import IndexPipeline
 from tests.conftest import Stack, index_corpus
 from tests.test_cli import cli
-from tribrid.cli import describe_match
+from tribrid.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_match
 from tribrid.config import IndexerConfig
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.doc_chunks import breadcrumb, estimate_tokens
@@ -381,3 +381,20 @@ async def test_cli_search_shows_document_fields(stack: Stack, corpus: Path) -> N
     )
     assert code == 0, err
     assert "VxRail Operations pp.1-3" in out and "symbol / section" in out
+
+
+async def test_the_demo_document_collection_answers_the_demo_questions(stack: Stack) -> None:
+    root = _demo_documents_root()
+    async with stack.channel("indexer") as channel:
+        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
+            indexer_pb2.DeleteCorpusRequest(corpus_id="demo-docs")
+        )
+    done = await index_corpus(stack, "demo-docs", root)
+    assert done.done and done.chunks_total > 20
+    expected = ("breast_cancer.rst", "wine_data.rst", "twenty_newsgroups.rst")
+    async with stack.channel("fusion") as channel:
+        for query, file_path in zip(DEMO_DOCUMENT_QUERIES, expected, strict=True):
+            request = common_pb2.SearchRequest(corpus_id="demo-docs", query=query, top_k=5)
+            reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
+            top = reply.matches[0]
+            assert top.file_path == file_path and top.section.startswith(top.document_title)
