@@ -336,6 +336,8 @@ class ServicesConfig(_Section):
 
 class IndexerConfig(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1)
+    # PDF and DOCX files carry images and fonts: their text is a small part of their size.
+    max_binary_document_bytes: int = Field(50_000_000, ge=1)
     text_chunk_lines: int = Field(60, ge=5, le=10_000)
     text_chunk_overlap: int = Field(10, ge=0, le=5_000)
     max_chunk_lines: int = Field(200, ge=10, le=10_000)

@@ -270,7 +270,7 @@ def html_outline(text: str, path: str) -> Outline:
         return Outline(file_title(path), [], [], verbatim=False)
     try:
         root = lxml.html.document_fromstring(text)
-    except (etree.ParserError, ValueError):
+    except (etree.ParserError, ValueError):  # nothing lxml can read as a page: no text to index
         return Outline(file_title(path), [], [], verbatim=False)
     title_element = root.find(".//title")
     page_title = " ".join(title_element.text_content().split()) if title_element is not None else ""
@@ -321,7 +321,7 @@ def pdf_document(data: bytes, path: str) -> ExtractedDocument:
     """Text page by page (pypdf's layout-free extraction); pages are separated by a blank line and
     every block keeps its page number. Encrypted, corrupt or text-less files raise DocumentError."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import FileNotDecryptedError
 
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -331,10 +331,10 @@ def pdf_document(data: bytes, path: str) -> ExtractedDocument:
         meta_title = str(reader.metadata.get("/Title") or "").strip() if reader.metadata else ""
     except DocumentError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError, AttributeError) as error:
-        if "decrypt" in str(error).lower() or "encrypt" in str(error).lower():
-            raise DocumentError("encrypted", str(error)) from error
-        raise DocumentError("corrupt", str(error)) from error
+    except FileNotDecryptedError as error:
+        raise DocumentError("encrypted", str(error)) from error
+    except Exception as error:  # a damaged file fails in many ways deep in the parser; never fatal
+        raise DocumentError("corrupt", f"{type(error).__name__}: {error}") from error
     if not any(page.strip() for page in pages):
         raise DocumentError("no_text_layer")
     all_lines: list[str] = []
@@ -358,7 +358,6 @@ def docx_document(data: bytes, path: str) -> ExtractedDocument:
     """Paragraphs (one line each, a blank line between) and tables (a row per line, cells joined by
     " | "); paragraphs styled "Heading N" are the sections, a "Title" paragraph names the document."""
     import docx
-    from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
@@ -366,10 +365,8 @@ def docx_document(data: bytes, path: str) -> ExtractedDocument:
         document = docx.Document(io.BytesIO(data))
         items = list(document.iter_inner_content())
         core_title = (document.core_properties.title or "").strip()
-    except (PackageNotFoundError, KeyError, ValueError, OSError) as error:
-        raise DocumentError("corrupt", str(error)) from error
-    except Exception as error:  # zipfile.BadZipFile, lxml errors: a damaged package
-        raise DocumentError("corrupt", str(error)) from error
+    except Exception as error:  # not a zip, a missing part, bad XML: a damaged package; never fatal
+        raise DocumentError("corrupt", f"{type(error).__name__}: {error}") from error
     lines: list[str] = []
     headings: list[Heading] = []
     blocks: list[Block] = []

@@ -198,13 +198,14 @@ def _read_file(path: Path, rel_path: str, cfg: IndexerConfig) -> SourceFile | Sk
     language = detect_language(rel_path)
     if language is None:
         return Skipped(rel_path, "unsupported")
+    limit = cfg.max_binary_document_bytes if language in BINARY_DOCUMENT_LANGUAGES else cfg.max_file_bytes
     try:
-        if path.stat().st_size > cfg.max_file_bytes:
+        if path.stat().st_size > limit:
             return Skipped(rel_path, "too_large")
         data = path.read_bytes()
     except OSError:
         return Skipped(rel_path, "unreadable")
-    if len(data) > cfg.max_file_bytes:  # grew since stat
+    if len(data) > limit:  # grew since stat
         return Skipped(rel_path, "too_large")
     if language in BINARY_DOCUMENT_LANGUAGES:
         return _read_binary_document(data, rel_path, language)
