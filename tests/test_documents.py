@@ -22,6 +22,7 @@ from tribrid.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_ma
 from tribrid.config import IndexerConfig
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.doc_chunks import breadcrumb, estimate_tokens
+from tribrid.indexing.documents import outline_of
 from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk
 from tribrid.stores.postgres import committed
@@ -398,3 +399,28 @@ async def test_the_demo_document_collection_answers_the_demo_questions(stack: St
             reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
             top = reply.matches[0]
             assert top.file_path == file_path and top.section.startswith(top.document_title)
+
+
+def test_html_loose_text_nested_lists_and_tables(tmp_path: Path) -> None:
+    html = (
+        "<html><head><title>T</title></head><body>\n"  # 1
+        "Loose intro\ntext.\n"  # 2-3
+        "<ul>\n<li>Item one\n"  # 4-5
+        "  <ul><li>sub a</li>\n  <li>sub b</li></ul>\n"  # 6-7
+        "after sub\n</li>\n</ul>\n"  # 8-10
+        "<table><tr><td><p>cell p</p></td><td>c2</td></tr></table>\n"  # 11
+        "<div>tail <b>bold</b> end</div>\n"  # 12
+        "</body></html>\n"
+    )
+    (tmp_path / "nested.html").write_text(html)
+    files, _ = walk(tmp_path)
+    outline = outline_of("html", files["nested.html"].text, "nested.html")
+    assert [(b.start, b.end, b.text) for b in outline.blocks] == [
+        (2, 3, "Loose intro text."),
+        (5, 5, "Item one"),
+        (6, 6, "sub a"),
+        (7, 7, "sub b"),
+        (8, 8, "after sub"),
+        (11, 11, "cell p | c2"),  # a row once, not its cells' paragraphs again
+        (12, 12, "tail bold end"),
+    ]

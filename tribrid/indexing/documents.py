@@ -281,28 +281,53 @@ def html_outline(text: str, path: str) -> Outline:
         element.drop_tree()
     headings: list[Heading] = []
     blocks: list[Block] = []
-    for element in root.iter():
-        if not isinstance(element.tag, str) or element.tag not in _BLOCK_TAGS:
-            continue
-        if any(isinstance(d.tag, str) and d.tag in _BLOCK_TAGS for d in element.iterdescendants()):
-            if element.tag != "tr":
-                continue  # a container: its inner blocks speak for it
-        if (
-            element.tag in ("td", "th")
-            and element.getparent() is not None
-            and element.getparent().tag == "tr"
-        ):
-            continue  # read as part of its row
-        words = _element_text(element)
-        if not words or element.sourceline is None:
-            continue
-        start = element.sourceline
-        end = start + element.text_content().count("\n")
-        if element.tag in _HEADING_TAGS:
-            headings.append(Heading(start, end, _HEADING_TAGS[element.tag], words))
-        blocks.append(Block(start, end, words))
+    body = root.find("body")
+    _html_blocks(body if body is not None else root, headings, blocks)
     title = page_title or _single_top_title(headings) or file_title(path)
     return Outline(title, headings, blocks, verbatim=False)
+
+
+def _has_block(element: Any) -> bool:
+    return any(isinstance(d.tag, str) and d.tag in _BLOCK_TAGS for d in element.iterdescendants())
+
+
+def _html_blocks(element: Any, headings: list[Heading], blocks: list[Block]) -> None:
+    """Depth first: a table row, a heading, or a block element with no block inside is one block;
+    a container's loose text between its inner blocks (an item's text above its sub-list) is a
+    block of its own."""
+    tag = element.tag if isinstance(element.tag, str) else ""
+    if tag == "tr" or tag in _HEADING_TAGS or (tag in _BLOCK_TAGS and not _has_block(element)):
+        words = _element_text(element)
+        if words and element.sourceline is not None:
+            start = element.sourceline
+            end = start + str(element.text_content()).strip("\n").count("\n")
+            if tag in _HEADING_TAGS:
+                headings.append(Heading(start, end, _HEADING_TAGS[tag], words))
+            blocks.append(Block(start, end, words))
+        return
+    line = element.sourceline or 1
+    run: list[tuple[int, str]] = [(line, element.text or "")]
+    for child in element:
+        child_line = child.sourceline or line
+        if isinstance(child.tag, str) and (child.tag in _BLOCK_TAGS or _has_block(child)):
+            _add_loose_text(run, blocks)
+            run = []
+            _html_blocks(child, headings, blocks)
+        elif isinstance(child.tag, str):  # inline: part of the running text
+            run.append((child_line, str(child.text_content())))
+        if child.tail:  # text after the child starts where the child ends
+            run.append((child_line + str(child.text_content()).count("\n"), child.tail))
+    _add_loose_text(run, blocks)
+
+
+def _add_loose_text(run: list[tuple[int, str]], blocks: list[Block]) -> None:
+    text = "".join(piece for _, piece in run)
+    words = " ".join(text.split())
+    if not words:
+        return
+    line, first = next((line, piece) for line, piece in run if piece.strip())
+    start = line + first[: len(first) - len(first.lstrip())].count("\n")
+    blocks.append(Block(start, start + text.strip().count("\n"), words))
 
 
 def _element_text(element: Any) -> str:
