@@ -208,8 +208,8 @@ def test_plain_text_is_chunked_by_paragraph(tmp_path: Path) -> None:
 def test_a_long_section_splits_between_paragraphs_and_a_long_paragraph_after_sentences(
     tmp_path: Path,
 ) -> None:
-    sentence = "The node keeps a copy of every block it writes."  # 10 words, 13 tokens
-    long_paragraph = "\n".join([sentence] * 6)  # lines 5-10: one paragraph of 78 tokens
+    sentence = "The node keeps a copy of every block it writes."  # 10 words and a period: 12 tokens
+    long_paragraph = "\n".join([sentence] * 6)  # lines 5-10: one paragraph of 73 tokens
     text = f"# Storage\n\n{sentence}\n\n{long_paragraph}\n\n{sentence}\n"
     (tmp_path / "storage.md").write_text(text)
     files, _ = walk(tmp_path)

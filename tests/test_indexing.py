@@ -275,8 +275,9 @@ def test_markdown_splits_by_headings_within_the_token_budget() -> None:
         (6, 8),
         (10, 11),
         (12, 13),
-        (14, 21),
-        (22, 24),
+        (14, 18),
+        (19, 22),
+        (23, 24),
     ]
     assert {c.kind for c in chunks} == {"section"} and {c.symbol for c in chunks} == {""}
     assert_content_is_the_lines(src, chunks)
@@ -288,6 +289,7 @@ def test_markdown_splits_by_headings_within_the_token_budget() -> None:
         "# section: guide > Guide > Install",
         "# section: guide > Guide > Use",
         "# section: guide > Guide > Use > Detail",
+        "# section: guide > Appendix",
         "# section: guide > Appendix",
         "# section: guide > Appendix",
     ]

@@ -343,10 +343,12 @@ class IndexerConfig(_Section):
     max_chunk_lines: int = Field(200, ge=10, le=10_000)
     write_batch_size: int = Field(256, ge=1, le=100_000)
     # Documents (Markdown, reStructuredText, HTML, PDF, DOCX, plain text) are chunked by section
-    # within this budget of estimated tokens (words x 1.3): a longer section splits between
-    # paragraphs, a piece under the minimum merges with its neighbour under the same heading.
+    # within this budget of estimated model tokens: a longer section splits between paragraphs, a
+    # piece under the minimum merges with its neighbour under the same heading. The maximum keeps
+    # a chunk and its breadcrumb header inside the default model's 256-token window (a longer
+    # text's end is not embedded); raise it with embedding.max_seq_length for a model that reads more.
     doc_chunk_min_tokens: int = Field(80, ge=1, le=10_000)
-    doc_chunk_max_tokens: int = Field(350, ge=4, le=10_000)
+    doc_chunk_max_tokens: int = Field(224, ge=4, le=10_000)
     # Keep each file's parse (chunks and graph) in the indexer's memory, keyed by content hash, so
     # a run that changes a few files does not re-parse the rest for cross-file resolution.
     # Memory grows with the corpora indexed (about 2 MB per 100 files of Python).

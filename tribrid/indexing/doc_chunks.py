@@ -7,9 +7,11 @@
 - The breadcrumb `Title > Section > Subsection` is stored as the chunk's `section` and heads its
   embedding (and BM25) text.
 
-Tokens are estimated, not counted with the model's tokenizer: words x 1.3 (a CJK character counts
-as a word). It is cheap, needs no model in the parsing thread, and all-MiniLM-L6-v2's WordPiece
-averaged ≈1.3 tokens per English word. The budget only has to be about right.
+Tokens are estimated, not counted with the model's tokenizer: (words + punctuation marks) x 1.1,
+a CJK character counting as a word. It needs no model in the parsing thread (nor a local one at
+all, with an embedding endpoint), and against all-MiniLM-L6-v2's WordPiece on three collections
+here (scikit-learn's dataset descriptions, Node.js API Markdown, git release notes) the median
+ratio of real to estimated tokens was 1.01-1.03.
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ DOCUMENT_CHUNK_KIND = "section"
 BREADCRUMB_SEPARATOR = " > "
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+_WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
 # A line that ends a sentence (a safe place to split a long paragraph that spans lines).
 _SENTENCE_END = re.compile("[.!?:;\u2026\u3002\uff01\uff1f][\"')\\]\u201d\u2019\u00bb]*\\s*$")
 
 
 def estimate_tokens(text: str) -> int:
-    return round(len(_WORD.findall(text)) * 1.3)
+    return round(len(_WORD.findall(text)) * 1.1)
 
 
 @dataclass(slots=True)
