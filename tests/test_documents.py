@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import docx
+import httpx
 import pytest
 from pypdf import PdfReader, PdfWriter
 from reportlab.graphics.shapes import Drawing, Rect
@@ -17,6 +18,7 @@ from reportlab.pdfgen import canvas
 
 from services.indexer.pipeline import IndexPipeline
 from tests.conftest import Stack, index_corpus
+from tests.test_bridge import _bridge
 from tests.test_cli import cli
 from tribrid.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_match
 from tribrid.config import IndexerConfig
@@ -358,7 +360,7 @@ def test_describe_match_shows_breadcrumb_and_pages() -> None:
     assert describe_match(pdf) == "Ops pp.2-3"
 
 
-async def test_cli_search_shows_document_fields(stack: Stack, corpus: Path) -> None:
+async def test_cli_and_http_search_show_document_fields(stack: Stack, corpus: Path) -> None:
     async with stack.channel("indexer") as channel:
         await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
             indexer_pb2.DeleteCorpusRequest(corpus_id="docs-cli")
@@ -382,6 +384,22 @@ async def test_cli_search_shows_document_fields(stack: Stack, corpus: Path) -> N
     )
     assert code == 0, err
     assert "VxRail Operations pp.1-3" in out and "symbol / section" in out
+
+    bridge = await _bridge(stack)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=60) as http:
+            body = {"corpusId": "docs-cli", "query": "nodes drained one at a time during upgrades", "topK": 3}
+            reply = await http.post("/v1/search", json=body)
+    finally:
+        await bridge.stop(0)
+    assert reply.status_code == 200, reply.text
+    first = reply.json()["matches"][0]
+    assert (first["documentTitle"], first["section"], first["pageStart"], first["pageEnd"]) == (
+        "VxRail Operations",
+        "VxRail Operations",
+        1,
+        3,
+    )
 
 
 async def test_the_demo_document_collection_answers_the_demo_questions(stack: Stack) -> None:
