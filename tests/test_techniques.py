@@ -20,6 +20,7 @@ from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
 from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack, fusion_options
+from tribrid import cli
 from tribrid.config import (
     ConfigError,
     GenerationConfig,
@@ -130,6 +131,9 @@ async def test_hyde_adds_the_hypothetical_passages_hits(
         expected = sum(leg_weight(reply, e.leg) / total / (60 + e.rank) for e in match.explain if e.rank)
         assert match.score == pytest.approx(expected)
     assert reply.partial == plain.partial
+    with cli.console.capture() as printed:
+        cli.print_results(query, reply)
+    assert "technique hyde=OK" in printed.get() and "techniques" in printed.get()
 
 
 async def test_hyde_document_prompt_and_cache(
