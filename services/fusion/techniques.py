@@ -212,7 +212,9 @@ async def run(
         started = time.perf_counter()
         await _run(technique, client, ctx, budget_s, result)
         report.latency_ms = (time.perf_counter() - started) * 1000
-        span.set_attribute("tribrid.status", _STATUS_NAMES[report.status])
+        status = _STATUS_NAMES[report.status]
+        span.set_attribute("tribrid.status", status)
+        telemetry.METRICS.technique_latency.labels(technique.name, status).observe(report.latency_ms / 1000)
         span.set_attribute("tribrid.hits", report.hits)
         if report.error:
             span.set_attribute("tribrid.error", report.error)
