@@ -285,7 +285,7 @@ class Gateway:
             *(self._legs[leg].search(_leg_request(request, leg, top_k), budget_s) for leg in enabled)
         )
         technique_tasks = self._start_techniques(
-            chosen, request, enabled, top_k, budget_s, remaining_s, started
+            chosen, fcfg, request, enabled, top_k, budget_s, remaining_s, started
         )
         try:
             outcomes = await legs_done
@@ -336,6 +336,7 @@ class Gateway:
     def _start_techniques(
         self,
         chosen: list[techniques.Technique],
+        fcfg: FusionConfig,
         request: common_pb2.SearchRequest,
         enabled: list[str],
         top_k: int,
@@ -347,7 +348,6 @@ class Gateway:
         if not chosen:
             return []
         assert self._generation is not None  # techniques.requested checked it
-        fcfg = self._cfg
 
         async def search(leg: str, query: str, budget: float) -> LegOutcome:
             return await self._legs[leg].search(_leg_request(request, leg, top_k, query), budget)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +35,8 @@ from tribrid.config import (
 )
 from tribrid.options import RequestError
 from tribrid.v1 import common_pb2, fusion_pb2
+
+log = logging.getLogger(__name__)
 
 # (leg, query, budget_s) -> that leg's answer (a gateway LegOutcome: .status, .matches, .error).
 LegSearch = Callable[[str, str, float], Awaitable["LegAnswer"]]
@@ -210,7 +213,13 @@ async def run(
     result = TechniqueResult(report)
     with telemetry.span(f"technique.{technique.name}", timeout_ms=report.budget_ms) as span:
         started = time.perf_counter()
-        await _run(technique, client, ctx, budget_s, result)
+        try:
+            await _run(technique, client, ctx, budget_s, result)
+        except Exception as err:  # a technique's own fault must not cost the answer either
+            log.exception("technique %s failed", technique.name)
+            result.lists.clear()
+            report.status = fusion_pb2.TECHNIQUE_STATUS_ERROR
+            report.error = f"{type(err).__name__}: {err}"
         report.latency_ms = (time.perf_counter() - started) * 1000
         status = _STATUS_NAMES[report.status]
         span.set_attribute("tribrid.status", status)
