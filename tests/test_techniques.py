@@ -9,6 +9,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 
 import grpc
+import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -16,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
+from services.bridge.service import start_bridge
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
@@ -31,6 +33,7 @@ from tribrid.config import (
 )
 from tribrid.legs import BY_VALUE, LEGS
 from tribrid.options import RequestError, set_option
+from tribrid.serve import Resources, start_services
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
     common_pb2,
@@ -372,3 +375,48 @@ async def test_the_api_key_never_appears_in_logs_or_traces(
     recorded += [f"{r.getMessage()} {r.__dict__}" for r in caplog.records]
     recorded += [f"{s.name} {dict(s.attributes or {})} {[e.attributes for e in s.events]}" for s in finished]
     assert not [line for line in recorded if API_KEY in line]  # ...and is nowhere else
+
+
+async def test_a_fusion_service_with_a_model_over_grpc_and_http(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, chat: ScriptedChat
+) -> None:
+    """The fusion service as `tribrid serve` builds it from config (generation section set),
+    asked through gRPC with the CLI's `-o` setter and through the HTTP bridge."""
+    chat.respond = lambda prompt: Reply(text='["cart subtotal", "tax on a net amount"]')
+    addresses = {f"{name}_address": f"127.0.0.1:{server.port}" for name, server in stack.servers.items()}
+    cfg = stack.cfg.model_copy(
+        update={
+            "generation": GenerationConfig(base_url=chat.url, model="scripted", api_key=SecretStr(API_KEY)),
+            "services": stack.cfg.services.model_copy(update={**addresses, "fusion_port": 0}),
+        }
+    )
+    resources = Resources(cfg)
+    servers = await start_services(cfg, ("fusion",), resources)
+    fusion = servers["fusion"]
+    grpc_request = common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart total price")
+    set_option(grpc_request.options, "fusion.techniques=multi_query")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{fusion.port}") as channel:
+        reply = await fusion_pb2_grpc.FusionStub(channel).Search(grpc_request, timeout=30)
+    (report,) = reply.techniques
+    assert report.status == fusion_pb2.TECHNIQUE_STATUS_OK, report.error
+    assert list(report.generated) == ["cart subtotal", "tax on a net amount"]
+    assert any(e.source == "multi_query:1" for m in reply.matches for e in m.explain)
+    bridge_cfg = cfg.model_copy(
+        update={"services": cfg.services.model_copy(update={"fusion_address": f"127.0.0.1:{fusion.port}"})}
+    )
+    bridge = await start_bridge(bridge_cfg, "127.0.0.1", 0)
+    body = {
+        "corpusId": SAMPLE_CORPUS,
+        "query": "cart total price",
+        "options": {"fusion": {"techniques": ["hyde"]}},
+    }
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=30) as http:
+        answer = await http.post("/v1/search", json=body)
+    await bridge.stop(0)
+    await fusion.stop(0)
+    await resources.close()
+    assert answer.status_code == 200, answer.text
+    (hyde,) = answer.json()["techniques"]
+    # the model's answer is a JSON array, which HyDE takes as its passage: it is text all the same
+    assert hyde["technique"] == "hyde" and hyde["status"] == "TECHNIQUE_STATUS_OK"
+    assert {auth for auth, _ in chat.calls} == {f"Bearer {API_KEY}"}
