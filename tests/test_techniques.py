@@ -319,8 +319,19 @@ def test_techniques_in_config_and_cli() -> None:
     options = common_pb2.SearchOptions()
     set_option(options, "fusion.techniques=hyde,multi_query")
     assert list(options.fusion.techniques) == ["hyde", "multi_query"]
-    cfg = load_config(fusion={"techniques": ["multi_query"]})
-    assert cfg.fusion.techniques == ["multi_query"] and not cfg.generation.configured
+    assert not load_config().generation.configured  # off by default
+    cfg = load_config(
+        fusion={"techniques": ["multi_query"]}, generation={"base_url": "http://127.0.0.1:1/v1"}
+    )
+    assert cfg.fusion.techniques == ["multi_query"] and cfg.generation.configured
+    # techniques on every request that could never run stop start-up
+    with pytest.raises(ConfigError, match=r"needs generation\.base_url"):
+        load_config(fusion={"techniques": ["multi_query"]})
+    with pytest.raises(ConfigError, match="disables"):
+        load_config(
+            fusion={"techniques": ["hyde"], "technique_settings": {"hyde": {"enabled": False}}},
+            generation={"base_url": "http://127.0.0.1:1/v1"},
+        )
     with pytest.raises(ConfigError, match="unknown techniques"):
         load_config(fusion={"techniques": ["step_back"]})
     with pytest.raises(ConfigError, match="num_queries"):

@@ -484,6 +484,17 @@ class TriBridConfig(BaseSettings):
     indexer: IndexerConfig = IndexerConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
 
+    @model_validator(mode="after")
+    def _default_techniques_can_run(self) -> TriBridConfig:
+        for name in self.fusion.techniques:
+            if not self.generation.configured:
+                raise ValueError(
+                    f"fusion.techniques runs {name!r} on every request, which needs generation.base_url"
+                )
+            if not getattr(self.fusion.technique_settings, name).enabled:
+                raise ValueError(f"fusion.techniques names {name!r}, which technique_settings disables")
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
