@@ -237,6 +237,18 @@ async def test_a_hanging_model_is_cut_at_the_technique_budget(
     assert len(chat.calls) == 2 and not chat.release.is_set()  # both still hanging when cut
 
 
+async def test_hyde_without_the_vector_leg_is_skipped(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, chat: ScriptedChat
+) -> None:
+    chat.respond = lambda prompt: Reply(text="def total(cart): ...")
+    gateway = make_gateway(stack, await stack.resources.pool(), chat.url)
+    reply = await gateway.search(request("cart total", ["hyde"], enabled={"vector": False}), remaining_s=30)
+    await gateway.close()
+    (report,) = reply.techniques
+    assert report.status == fusion_pb2.TECHNIQUE_STATUS_SKIPPED and "legs" in report.error
+    assert not chat.calls and reply.matches  # the model was not asked; the answer is there
+
+
 class FailingVariants(vector_pb2_grpc.VectorSearchServicer):
     """A vector leg that answers the original query with `matches` and fails any other query."""
 
