@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
@@ -86,25 +87,27 @@ def _strip_fences(text: str) -> str:
     return fenced.group(1) if fenced else text
 
 
-class Technique:
+class Technique(ABC):
     name: ClassVar[str]
 
     def __init__(self, settings: TechniqueSettings) -> None:
         self.settings = settings
 
+    @abstractmethod
     def legs(self, ctx: TechniqueContext) -> list[str]:
-        """The legs that search the generated queries."""
-        raise NotImplementedError
+        """The legs that search the generated queries (none: the technique is skipped)."""
 
+    @abstractmethod
     def prompt(self, ctx: TechniqueContext) -> str:
-        raise NotImplementedError
+        """What the model is asked."""
 
+    @abstractmethod
     def parse(self, text: str, ctx: TechniqueContext) -> list[str]:
         """The queries to search with; GenerationError when the answer is unusable."""
-        raise NotImplementedError
 
+    @abstractmethod
     def lists(self, queries: list[str], ctx: TechniqueContext) -> list[RankedList]:
-        raise NotImplementedError
+        """The ranked lists to search: a leg and a generated query each."""
 
 
 class Hyde(Technique):
