@@ -86,7 +86,13 @@ load: install
 	$(PY) -m bench.load --leg $(LEG) --concurrency $(CONCURRENCY) --duration $(DURATION) \
 		$(if $(filter 1,$(NO_CACHE_WARM)),--no-cache-warm,) $(if $(CORPUS),--corpus $(CORPUS),)
 
-.PHONY: bench
+.PHONY: bench bench-techniques
+
+# Query techniques (bench/bench_techniques.py): the gateway's added latency with HyDE and
+# multi-query when the stand-in model answers at once and when it hangs (cut at the technique
+# budget). Self-contained: its own stores on free ports, services in-process, click indexed.
+bench-techniques: install
+	$(PY) -m bench.bench_techniques
 
 # Fusion gateway benchmark (bench/bench_fusion.py) against the services `make serve` starts:
 # indexes the installed networkx + rich + click (~10.1k chunks; or PATH_TO_INDEX=...) if missing,

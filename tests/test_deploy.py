@@ -369,6 +369,12 @@ def test_pod_env_vars_name_config_fields_and_carry_the_secrets(
         assert cfg.graph_store.neo4j_password.get_secret_value() == secrets["neo4j-password"]
     else:
         assert "TRIBRID_GRAPH_STORE__NEO4J_PASSWORD" not in env
+    # the generation model's key reaches the gateway only; the endpoint is off by default
+    assert not cfg.generation.configured
+    if component == "fusion":
+        assert cfg.generation.api_key.get_secret_value() == secrets["generation-api-key"]
+    else:
+        assert "TRIBRID_GENERATION__API_KEY" not in env
 
 
 def test_secret_references_volumes_and_claims_resolve() -> None:

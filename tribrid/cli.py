@@ -343,18 +343,32 @@ async def _search(
 
 def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
     table = Table(title=f"{query!r}: {len(reply.matches)} fused results ({reply.fusion_method})")
-    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES):
+    techniques = ("techniques",) if reply.techniques else ()
+    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *techniques):
         table.add_column(col, justify="right" if col in ("#", "score") else "left")
     for rank, m in enumerate(reply.matches, start=1):
-        legs = {e.leg: (f"#{e.rank} ({e.raw_score:.3f})" if e.rank else "-") for e in m.explain}
+        legs = {
+            e.leg: (f"#{e.rank} ({e.raw_score:.3f})" if e.rank else "-") for e in m.explain if not e.source
+        }
+        # the technique lists a match is in: "vector:hyde#1 sparse:multi_query:2#3"
+        found_by = " ".join(f"{source_name(e.leg)}:{e.source}#{e.rank}" for e in m.explain if e.source)
         table.add_row(
             str(rank),
             f"{m.score:.4f}",
             f"{m.file_path}:{m.start_line}-{m.end_line}",
             describe_match(m),
             *(legs.get(leg.value, "-") for leg in LEGS),
+            *((found_by or "-",) if techniques else ()),
         )
     console.print(table)
+    for t in reply.techniques:
+        generated = "; ".join(t.generated)
+        status = fusion_pb2.TechniqueStatus.Name(t.status).removeprefix("TECHNIQUE_STATUS_")
+        console.print(
+            f"technique {t.technique}={status}"
+            f" ({t.hits} hits, {t.latency_ms:.1f} of {t.budget_ms:.0f} ms{', cached' if t.cached else ''})"
+            f"{' ' + t.error if t.error else ''}{': ' + generated[:300] if generated else ''}"
+        )
     status_names = fusion_pb2.LegStatus.Name
     reports = "  ".join(
         f"{source_name(r.leg)}={status_names(r.status).removeprefix('LEG_STATUS_')} "

@@ -252,6 +252,94 @@ def _default_kind_weights() -> dict[QueryKindName, dict[str, float]]:
     }
 
 
+HYDE_CODE_PROMPT = (
+    "Write the source code that answers the question below: one short function or class, as it "
+    "would appear in a code base, with a docstring. Answer with the code only.\n\nQuestion: {query}"
+)
+HYDE_DOCUMENT_PROMPT = (
+    "Write one short paragraph of documentation that answers the question below, as it would "
+    "appear in a project's manual. Answer with the paragraph only.\n\nQuestion: {query}"
+)
+MULTI_QUERY_PROMPT = (
+    "Rewrite the search query below into {num_queries} different queries that look at it from "
+    "other perspectives (other words, the code names it may use, the question behind it), to "
+    "search a code base and its documentation. Answer with a JSON array of {num_queries} strings "
+    "and nothing else.\n\nQuery: {query}"
+)
+
+# Languages of prose: a request whose language filter names only these gets HyDE's document prompt.
+DOCUMENT_LANGUAGES = frozenset({"markdown", "text", "rst", "html", "pdf", "docx"})
+
+
+class TechniqueSettings(_Section):
+    """What every query technique has: a switch and a budget inside the caller's deadline."""
+
+    enabled: bool = True
+    # The whole technique (model call and its extra leg calls); the original query's legs never
+    # wait for it. The caller's deadline, less fusion.merge_reserve_ms, bounds it too.
+    timeout_ms: int = Field(30_000, ge=1, le=600_000)
+
+
+class HydeSettings(TechniqueSettings):
+    """HyDE: the vector leg also searches with a hypothetical answer written by the model."""
+
+    # "auto": the document prompt when the request's language filter names only prose
+    # languages, else the code prompt. `{query}` is replaced by the query.
+    passage: Literal["auto", "code", "document"] = "auto"
+    prompt_code: str = HYDE_CODE_PROMPT
+    prompt_document: str = HYDE_DOCUMENT_PROMPT
+    # The "vector:hyde" list weighs this many times the vector leg's weight in fusion.
+    weight_factor: float = Field(1.0, ge=0.0, le=1000.0)
+
+
+class MultiQuerySettings(TechniqueSettings):
+    """Multi-query: the model rewrites the query; every leg also searches each variant."""
+
+    num_queries: int = Field(3, ge=1, le=5)
+    # `{query}` and `{num_queries}` are replaced; the answer must be a JSON array of strings.
+    prompt: str = MULTI_QUERY_PROMPT
+
+
+class TechniqueRegistry(_Section):
+    """The query techniques, by name: a new technique is one field here and one class in
+    services/fusion/techniques.py."""
+
+    hyde: HydeSettings = HydeSettings()
+    multi_query: MultiQuerySettings = MultiQuerySettings()
+
+
+TECHNIQUE_NAMES: tuple[str, ...] = tuple(TechniqueRegistry.model_fields)
+
+
+def _known_techniques(value: list[str]) -> list[str]:
+    unknown = [name for name in value if name not in TECHNIQUE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown techniques {unknown}; the techniques are {', '.join(TECHNIQUE_NAMES)}")
+    return list(dict.fromkeys(value))
+
+
+class GenerationConfig(_Section):
+    """The generation model the query techniques call: any OpenAI-compatible /chat/completions
+    (Ollama http://127.0.0.1:11434/v1, vLLM, llama.cpp server, OpenAI). No base_url: the
+    techniques are unavailable."""
+
+    base_url: str = ""
+    model: str = ""
+    api_key: SecretStr = SecretStr("")
+    # Per HTTP request (connect, read, write); the technique's own budget cuts it shorter.
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    # Connection failures are retried by the HTTP transport (httpx), never answers.
+    max_retries: int = Field(1, ge=0, le=10)
+    max_tokens: int = Field(256, ge=1, le=32_768)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    # Generated text kept by (model, prompt, query); 0 = no cache.
+    cache_size: int = Field(1024, ge=0, le=1_000_000)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+
 class FusionConfig(_Section):
     """The gateway's section; `FusionOptions` fields of a request are validated against it."""
 
@@ -281,6 +369,9 @@ class FusionConfig(_Section):
     expansion_max_hops: Hops = 1
     # The stage's own deadline; it is skipped when less than this remains of the caller's deadline.
     expansion_timeout_ms: int = Field(300, ge=1, le=600_000)
+    # Query techniques run for every request (a request's `techniques` replaces this list).
+    techniques: Annotated[list[str], AfterValidator(_known_techniques)] = Field(default_factory=list)
+    technique_settings: TechniqueRegistry = TechniqueRegistry()
 
     @model_validator(mode="after")
     def _some_leg_weighs(self) -> FusionConfig:
@@ -398,10 +489,22 @@ class TriBridConfig(BaseSettings):
     sparse: SparseConfig = SparseConfig()
     graph: GraphSearchConfig = GraphSearchConfig()
     fusion: FusionConfig = FusionConfig()
+    generation: GenerationConfig = GenerationConfig()
     limits: LimitsConfig = LimitsConfig()
     services: ServicesConfig = ServicesConfig()
     indexer: IndexerConfig = IndexerConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+
+    @model_validator(mode="after")
+    def _default_techniques_can_run(self) -> TriBridConfig:
+        for name in self.fusion.techniques:
+            if not self.generation.configured:
+                raise ValueError(
+                    f"fusion.techniques runs {name!r} on every request, which needs generation.base_url"
+                )
+            if not getattr(self.fusion.technique_settings, name).enabled:
+                raise ValueError(f"fusion.techniques names {name!r}, which technique_settings disables")
+        return self
 
     @classmethod
     def settings_customise_sources(

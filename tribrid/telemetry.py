@@ -200,6 +200,13 @@ class Metrics:
         self.leg_timeouts = prometheus_client.Counter(
             "tribrid_leg_timeouts_total", "Leg calls dropped at their deadline", ["leg"], registry=registry
         )
+        self.technique_latency = prometheus_client.Histogram(
+            "tribrid_technique_duration_seconds",
+            "Query techniques (model call and their leg calls), by technique and status",
+            ["technique", "status"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
         self.partial = prometheus_client.Counter(
             "tribrid_fusion_partial_responses_total",
             "Fused answers missing at least one enabled leg",

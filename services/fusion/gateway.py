@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ import asyncpg
 import grpc
 from google.protobuf import descriptor_pool
 
+from services.fusion import techniques
 from services.fusion.fuse import (
     Fused,
     Ranked,
@@ -21,6 +23,8 @@ from services.fusion.fuse import (
     rrf,
     weighted,
 )
+from services.fusion.generation import GenerationClient
+from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import telemetry
 from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
@@ -209,23 +213,38 @@ def plan(cfg: FusionConfig, request: common_pb2.SearchRequest) -> FusionPlan:
 
 class Gateway:
     def __init__(
-        self, cfg: FusionConfig, limits: LimitsConfig, legs: dict[str, LegClient], pool: asyncpg.Pool
+        self,
+        cfg: FusionConfig,
+        limits: LimitsConfig,
+        legs: dict[str, LegClient],
+        pool: asyncpg.Pool,
+        generation: GenerationClient | None = None,
     ) -> None:
-        """`pool`: where the final matches' content is read, once per request."""
+        """`pool`: where the final matches' content is read, once per request; `generation`:
+        the model the query techniques call (None: they are unavailable)."""
         self._cfg = cfg
         self._limits = limits
         self._legs = legs
         self._pool = pool
+        self._generation = generation
         self._expander = next((client for client in legs.values() if client.expands), None)
 
     @classmethod
     def connect(
-        cls, cfg: FusionConfig, limits: LimitsConfig, services: ServicesConfig, pool: asyncpg.Pool
+        cls,
+        cfg: FusionConfig,
+        limits: LimitsConfig,
+        services: ServicesConfig,
+        pool: asyncpg.Pool,
+        generation: GenerationClient | None = None,
     ) -> Gateway:
-        return cls(cfg, limits, {leg.name: LegClient(leg, services.address(leg.name)) for leg in LEGS}, pool)
+        legs = {leg.name: LegClient(leg, services.address(leg.name)) for leg in LEGS}
+        return cls(cfg, limits, legs, pool, generation)
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._legs.values()))
+        if self._generation is not None:
+            await self._generation.close()
 
     async def search(
         self, request: common_pb2.SearchRequest, remaining_s: float | None
@@ -258,26 +277,42 @@ class Gateway:
             if budget_s <= 0:
                 raise RequestError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline too short to query any leg")
         enabled = [leg for leg in LEG_NAMES if fusion_plan.enabled[leg]]
+        chosen = techniques.requested(fcfg, self._generation)
         # Legs return more candidates than the fused answer needs: fusion works on their union.
         top_k = min(max(params.top_k, fcfg.candidates_per_leg), self._limits.max_top_k)
-        outcomes = await asyncio.gather(
+        # The original query's leg calls start now and never wait for a technique's model.
+        legs_done = asyncio.gather(
             *(self._legs[leg].search(_leg_request(request, leg, top_k), budget_s) for leg in enabled)
         )
+        technique_tasks = self._start_techniques(
+            chosen, fcfg, request, enabled, top_k, budget_s, remaining_s, started
+        )
+        try:
+            outcomes = await legs_done
+        except BaseException:  # the call was cancelled: so are its techniques
+            for task in technique_tasks:
+                task.cancel()
+            raise
         by_leg = {o.leg: o for o in outcomes}
-        for outcome in outcomes:
-            if outcome.code in _CALLER_ERRORS:  # the request is bad, not the leg
-                raise RequestError(outcome.code, outcome.error.split(": ", 1)[-1])
         answered = {o.leg: o for o in outcomes if o.status == fusion_pb2.LEG_STATUS_OK}
+        caller_error = next((o for o in outcomes if o.code in _CALLER_ERRORS), None)
+        if caller_error is not None or not answered:
+            for task in technique_tasks:
+                task.cancel()
+        if caller_error is not None:  # the request is bad, not the leg
+            raise RequestError(caller_error.code, caller_error.error.split(": ", 1)[-1])  # type: ignore[arg-type]
         reports = [self._report(leg, by_leg.get(leg)) for leg in LEG_NAMES]
         if not answered:
             reasons = "; ".join(f"{o.leg}: {o.error}" for o in outcomes)
             raise RequestError(grpc.StatusCode.UNAVAILABLE, f"no leg answered ({reasons})")
+        results: list[TechniqueResult] = list(await asyncio.gather(*technique_tasks))
+        technique_lists = [ranked for result in results for ranked in result.lists]
 
         merge_started = time.perf_counter()
-        first_seen = _first_seen(answered)
-        fused = self._fuse(fusion_plan, answered)
+        first_seen = _first_seen(answered, technique_lists)
+        fused = self._fuse(fusion_plan, answered, technique_lists)
         fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
-        matches = self._to_matches(fused[: params.top_k], answered, first_seen)
+        matches = self._to_matches(fused[: params.top_k], answered, first_seen, technique_lists)
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
 
         if fcfg.enable_expansion:
@@ -295,7 +330,37 @@ class Gateway:
             fusion_method=fcfg.method,
             query_kind=fusion_plan.query_kind,
             weights=fusion_plan.weights,
+            techniques=[result.report for result in results],
         )
+
+    def _start_techniques(
+        self,
+        chosen: list[techniques.Technique],
+        fcfg: FusionConfig,
+        request: common_pb2.SearchRequest,
+        enabled: list[str],
+        top_k: int,
+        leg_budget_s: float,
+        remaining_s: float | None,
+        started: float,
+    ) -> list[asyncio.Task[TechniqueResult]]:
+        """One task per technique, each under its own budget inside the caller's deadline."""
+        if not chosen:
+            return []
+        assert self._generation is not None  # techniques.requested checked it
+
+        async def search(leg: str, query: str, budget: float) -> LegOutcome:
+            return await self._legs[leg].search(_leg_request(request, leg, top_k, query), budget)
+
+        ctx = TechniqueContext(request, enabled, leg_budget_s, self._limits.max_query_chars, search)
+        tasks = []
+        for technique in chosen:
+            budget_s = technique.settings.timeout_ms / 1000
+            if remaining_s is not None:
+                left_s = remaining_s - (time.perf_counter() - started) - fcfg.merge_reserve_ms / 1000
+                budget_s = min(budget_s, left_s)
+            tasks.append(asyncio.create_task(techniques.run(technique, self._generation, ctx, budget_s)))
+        return tasks
 
     async def _expand(
         self,
@@ -378,11 +443,18 @@ class Gateway:
         )
 
     @staticmethod
-    def _fuse(fusion_plan: FusionPlan, answered: dict[str, LegOutcome]) -> list[Fused]:
+    def _fuse(
+        fusion_plan: FusionPlan, answered: dict[str, LegOutcome], extra: Sequence[RankedList] = ()
+    ) -> list[Fused]:
+        """The legs' lists by leg name and the techniques' by `leg:source`, each weighing as its leg
+        (times the technique's factor): with no technique, plain (weighted) RRF over the legs."""
         ranked = {leg: [Ranked(m.chunk_id, m.score) for m in o.matches] for leg, o in answered.items()}
         weights = {leg: fusion_plan.weights[leg] for leg in answered}
+        for extra_list in extra:
+            ranked[extra_list.key] = [Ranked(m.chunk_id, m.score) for m in extra_list.matches]
+            weights[extra_list.key] = fusion_plan.weights[extra_list.leg] * extra_list.weight_factor
         if sum(weights.values()) <= 0:  # only zero-weight legs answered: rank them equally
-            weights = dict.fromkeys(answered, 1.0)
+            weights = dict.fromkeys(ranked, 1.0)
         if fusion_plan.cfg.method == "rrf":
             return rrf(ranked, weights, fusion_plan.cfg.rrf_k)
         return weighted(ranked, weights, fusion_plan.cfg.normalization)
@@ -392,49 +464,65 @@ class Gateway:
         fused: list[Fused],
         answered: dict[str, LegOutcome],
         first_seen: dict[str, common_pb2.ChunkMatch] | None = None,
+        extra: Sequence[RankedList] = (),
     ) -> list[common_pb2.ChunkMatch]:
-        first_seen = first_seen if first_seen is not None else _first_seen(answered)
+        """Fused items as matches; explain: one entry per answering leg (rank 0 where absent),
+        then one per technique list that holds the chunk, naming its source and query."""
+        first_seen = first_seen if first_seen is not None else _first_seen(answered, extra)
+        lists = [(leg, leg, o.matches) for leg, o in answered.items()]
+        lists += [(ranked.key, ranked.leg, ranked.matches) for ranked in extra]
         details: dict[tuple[str, str], str] = {}
-        for leg, outcome in answered.items():
-            for m in outcome.matches:
-                details.setdefault((leg, m.chunk_id), m.explain[0].detail if m.explain else "")
+        for key, _leg, ranked_matches in lists:
+            for m in ranked_matches:
+                details.setdefault((key, m.chunk_id), m.explain[0].detail if m.explain else "")
+        extra_by_key = {ranked.key: ranked for ranked in extra}
+        order = [leg for leg in LEG_NAMES if leg in answered] + list(extra_by_key)
         matches = []
         for item in fused:
             match = common_pb2.ChunkMatch()
             match.CopyFrom(first_seen[item.item_id])
-            best_leg = min(
-                (leg for leg, c in item.contributions.items() if c.rank),
-                key=lambda leg: (item.contributions[leg].rank, LEG_NAMES.index(leg)),
+            best = min(
+                (key for key, c in item.contributions.items() if c.rank),
+                key=lambda key: (item.contributions[key].rank, key in extra_by_key, order.index(key)),
             )
             match.score = item.score
-            match.leg = BY_NAME[best_leg].value
+            match.leg = BY_NAME[extra_by_key[best].leg if best in extra_by_key else best].value
             match.expanded = False
             del match.explain[:]
-            for leg in LEG_NAMES:
-                c = item.contributions.get(leg)
-                if c is None:
+            for key in order:
+                c = item.contributions.get(key)
+                if c is None or (key in extra_by_key and not c.rank):
                     continue
+                source = extra_by_key.get(key)
                 match.explain.append(
                     common_pb2.LegExplain(
-                        leg=BY_NAME[leg].value,
+                        leg=BY_NAME[source.leg if source else key].value,
                         rank=c.rank,
                         raw_score=c.raw_score,
                         normalized_score=c.normalized,
                         contribution=c.contribution,
-                        detail=details.get((leg, item.item_id), ""),
+                        detail=details.get((key, item.item_id), ""),
+                        source=source.source if source else "",
+                        source_query=source.query if source else "",
                     )
                 )
             matches.append(match)
         return matches
 
 
-def _first_seen(answered: dict[str, LegOutcome]) -> dict[str, common_pb2.ChunkMatch]:
-    """Each chunk's match as the first answering leg (in the legs' order) returned it."""
+def _first_seen(
+    answered: dict[str, LegOutcome], extra: Sequence[RankedList] = ()
+) -> dict[str, common_pb2.ChunkMatch]:
+    """Each chunk's match as the first answering leg (in the legs' order) returned it, then the
+    techniques' lists for chunks only they found."""
     first: dict[str, common_pb2.ChunkMatch] = {}
     for leg in LEG_NAMES:
         if leg in answered:
             for m in answered[leg].matches:
                 first.setdefault(m.chunk_id, m)
+    for ranked in extra:
+        for m in ranked.matches:
+            first.setdefault(m.chunk_id, m)
     return first
 
 
@@ -442,10 +530,16 @@ def _first_seen(answered: dict[str, LegOutcome]) -> dict[str, common_pb2.ChunkMa
 _CALLER_ERRORS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND})
 
 
-def _leg_request(request: common_pb2.SearchRequest, leg: str, top_k: int) -> common_pb2.SearchRequest:
-    """What one leg is asked: the query, filters and `top_k` candidates, with only its own options."""
+def _leg_request(
+    request: common_pb2.SearchRequest, leg: str, top_k: int, query: str | None = None
+) -> common_pb2.SearchRequest:
+    """What one leg is asked: the query (or a technique's), filters and `top_k` candidates, with
+    only its own options."""
     leg_request = common_pb2.SearchRequest(
-        corpus_id=request.corpus_id, query=request.query, top_k=top_k, filters=request.filters
+        corpus_id=request.corpus_id,
+        query=request.query if query is None else query,
+        top_k=top_k,
+        filters=request.filters,
     )
     if request.options.HasField(leg):  # type: ignore[arg-type]
         getattr(leg_request.options, leg).CopyFrom(getattr(request.options, leg))

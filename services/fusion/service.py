@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from services.fusion.gateway import Gateway
+from services.fusion.generation import GenerationClient
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
@@ -27,7 +28,8 @@ async def build(res: Resources) -> ServiceSpec:
     # The final matches' content is read by id, after fusion, on the request's critical path: a
     # pool of the gateway's own, not one shared with a leg hosted in the same process.
     pool = await res.pool({"application_name": "tribrid-fusion"}, search=True)
-    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, pool)
+    generation = GenerationClient(cfg.generation) if cfg.generation.configured else None
+    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, pool, generation)
     servicer = FusionServicer(gateway)
     return ServiceSpec(
         full_name=fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name,

@@ -1,0 +1,268 @@
+"""Query-technique benchmark: the gateway's added latency with HyDE and multi-query on, when the
+model answers at once (the cost of the mechanism: the HTTP call, the extra leg calls, embedding
+a new passage, fusing more lists) and when it hangs (bounded by the technique's budget).
+
+Self-contained: embedded PostgreSQL and FalkorDB on free ports under --state-dir, every service
+in this process on ephemeral ports, a corpus indexed there (default: the installed `click`
+package), and the stand-in model of the tests (tests/chat_server.py: a real HTTP server speaking
+the OpenAI chat API) answering instantly with text made from the query. Every request gets
+new generated text (the model's cache is off), so the vector leg embeds each passage and
+variant, as it would with a real model. Queries run one at a time, the modes alternating.
+
+Prints a table and writes bench/results/bench_techniques.json and bench_techniques.png.
+
+    make bench-techniques
+    .venv/bin/python -m bench.bench_techniques --rounds 5 --budget-ms 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import itertools
+import json
+import shutil
+import socket
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import grpc
+from rich.console import Console
+from rich.table import Table
+
+from services.fusion.gateway import Gateway, LegClient
+from services.fusion.generation import GenerationClient
+from tests.chat_server import Reply, ScriptedChat, chat_server
+from tribrid.config import (
+    REPO_ROOT,
+    GenerationConfig,
+    HydeSettings,
+    MultiQuerySettings,
+    TechniqueRegistry,
+    load_config,
+)
+from tribrid.legs import LEGS
+from tribrid.serve import ALL_SERVICES, Resources, start_services
+from tribrid.stores import embedded
+from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, indexer_pb2_grpc
+
+RESULTS = REPO_ROOT / "bench" / "results"
+CORPUS = "bench-techniques"
+console = Console(width=max(Console().width, 120))
+
+QUERIES = [
+    "parse command line options",
+    "prompt the user for confirmation",
+    "how are environment variables read for options",
+    "progress bar rendering",
+    "shell completion for bash",
+    "wrap text to a width",
+    "convert a value to an integer type",
+    "open a file lazily",
+    "BadParameter",
+    "who calls echo",
+    "format the help page",
+    "invoke a sub command",
+]
+MODES: dict[str, list[str]] = {
+    "off": [],
+    "hyde": ["hyde"],
+    "multi_query": ["multi_query"],
+    "hyde+multi_query": ["hyde", "multi_query"],
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _instant(counter: itertools.count[int]) -> Any:
+    """Answers made from the query in the prompt, new text every call (no cache anywhere)."""
+
+    def respond(prompt: str) -> Reply:
+        n = next(counter)
+        query = prompt.rsplit(": ", 1)[-1].strip()
+        if "JSON array" in prompt:
+            variants = [f"{query} implementation {n}", f"how to {query} ({n})", f"{query} example {n}"]
+            return Reply(text=json.dumps(variants))
+        return Reply(text=f'def answer_{n}():\n    """{query}."""\n    return handle("{query}")\n')
+
+    return respond
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _index(port: int, path: Path) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = indexer_pb2_grpc.IndexerStub(channel)
+        listed = await stub.ListCorpora(indexer_pb2.ListCorporaRequest())
+        if any(c.corpus_id == CORPUS for c in listed.corpora):
+            return
+        last = indexer_pb2.IndexProgress()
+        async for event in stub.IndexCorpus(indexer_pb2.IndexCorpusRequest(corpus_id=CORPUS, path=str(path))):
+            last = event
+        console.print(f"indexed {path}: {last.chunks_total} chunks in {last.elapsed_s:.1f} s")
+
+
+async def _measure(
+    gateways: dict[str, Gateway], chat: ScriptedChat, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, dict[str, int]]]:
+    """Latency per mode (ms), and how the technique runs ended, by status name."""
+    took: dict[str, list[float]] = {mode: [] for mode in MODES}
+    ended: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
+    for _ in range(rounds):
+        for query in QUERIES:
+            for mode, techniques in MODES.items():
+                request = common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=10)
+                request.options.fusion.techniques.extend(techniques)
+                started = time.perf_counter()
+                reply = await gateways["off" if not techniques else "on"].search(request, remaining_s=30)
+                took[mode].append((time.perf_counter() - started) * 1000)
+                for report in reply.techniques:
+                    status = fusion_pb2.TechniqueStatus.Name(report.status).removeprefix("TECHNIQUE_STATUS_")
+                    ended[mode][status] = ended[mode].get(status, 0) + 1
+    return took, ended
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    state = Path(args.state_dir)
+    cfg = load_config(
+        state_dir=state,
+        postgres={"port": _free_port(), "database": "tribrid_bench_techniques"},
+        graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_bt_"},
+        embedding={"num_threads": 2},
+        services={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")},
+        telemetry={"metrics_port": 0},
+    )
+    embedded.up(cfg)
+    resources = Resources(cfg)
+    servers = {
+        str(name): server for name, server in (await start_services(cfg, ALL_SERVICES, resources)).items()
+    }
+    try:
+        await _index(servers["indexer"].port, Path(args.path))
+        pool = await resources.pool()
+        legs = {leg.name: LegClient(leg, f"127.0.0.1:{servers[leg.name].port}") for leg in LEGS}
+        registry = TechniqueRegistry(
+            hyde=HydeSettings(timeout_ms=args.budget_ms),
+            multi_query=MultiQuerySettings(timeout_ms=args.budget_ms),
+        )
+        fcfg = cfg.fusion.model_copy(update={"technique_settings": registry})
+        async with chat_server() as chat:
+            generation = GenerationClient(GenerationConfig(base_url=chat.url, model="stand-in", cache_size=0))
+            gateways = {
+                "off": Gateway(cfg.fusion, cfg.limits, legs, pool),
+                "on": Gateway(fcfg, cfg.limits, legs, pool, generation),
+            }
+            chat.respond = _instant(itertools.count())
+            await _measure(gateways, chat, 1)  # warm: the model, query embeddings, connections, plans
+            instant, instant_ended = await _measure(gateways, chat, args.rounds)
+            chat.respond = lambda prompt: Reply("hang")
+            hanging, hanging_ended = await _measure(gateways, chat, args.hang_rounds)
+            await generation.close()
+        for client in legs.values():
+            await client.close()
+    finally:
+        for server in servers.values():
+            await server.stop(0)
+        await resources.close()
+        embedded.down(cfg)
+
+    def summary(took: dict[str, list[float]], ended: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
+        base = statistics.median(took["off"])
+        return {
+            mode: {
+                "n": len(values),
+                "technique_status": ended[mode],
+                "p50_ms": statistics.median(values),
+                "p95_ms": _pct(values, 0.95),
+                "max_ms": max(values),
+                "added_p50_ms": statistics.median(values) - base,
+            }
+            for mode, values in took.items()
+        }
+
+    return {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "corpus": str(args.path),
+        "budget_ms": args.budget_ms,
+        "queries": len(QUERIES),
+        "instant": summary(instant, instant_ended),
+        "hanging": summary(hanging, hanging_ended),
+    }
+
+
+def show(result: dict[str, Any]) -> None:
+    for case, title in (
+        ("instant", "model answers at once: the mechanism's cost"),
+        ("hanging", f"model hangs: cut at the technique budget ({result['budget_ms']} ms)"),
+    ):
+        table = Table(title=title)
+        for col in ("techniques", "n", "p50 ms", "p95 ms", "max ms", "added p50 ms", "technique runs"):
+            table.add_column(col, justify="left" if col in ("techniques", "technique runs") else "right")
+        for mode, row in result[case].items():
+            table.add_row(
+                mode,
+                str(row["n"]),
+                f"{row['p50_ms']:.1f}",
+                f"{row['p95_ms']:.1f}",
+                f"{row['max_ms']:.1f}",
+                f"{row['added_p50_ms']:+.1f}",
+                " ".join(f"{k}={v}" for k, v in sorted(row["technique_status"].items())) or "-",
+            )
+        console.print(table)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, case in zip(axes, ("instant", "hanging"), strict=True):
+        modes = list(result[case])
+        ax.bar(modes, [result[case][m]["p50_ms"] for m in modes], label="p50")
+        ax.scatter(modes, [result[case][m]["p95_ms"] for m in modes], color="black", label="p95", zorder=3)
+        ax.set_title(f"model {case}" + (f" (budget {result['budget_ms']} ms)" if case == "hanging" else ""))
+        ax.set_ylabel("gateway latency, ms")
+        ax.tick_params(axis="x", labelrotation=15)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    click_dir = importlib.util.find_spec("click")
+    default_path = Path(click_dir.origin).parent if click_dir and click_dir.origin else REPO_ROOT / "tests"
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--path", default=str(default_path), help="directory to index (default: click)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over the queries, model instant")
+    parser.add_argument("--hang-rounds", type=int, default=1, help="rounds over the queries, model hanging")
+    parser.add_argument("--budget-ms", type=int, default=500, help="each technique's budget")
+    parser.add_argument("--state-dir", default="/tmp/tribrid-bench-techniques", help="stores' data")
+    parser.add_argument("--fresh", action="store_true", help="drop the state dir (re-index)")
+    args = parser.parse_args()
+    if args.fresh:
+        shutil.rmtree(args.state_dir, ignore_errors=True)
+    result = asyncio.run(run(args))
+    show(result)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_techniques.json").write_text(json.dumps(result, indent=2))
+    plot(result, RESULTS / "bench_techniques.png")
+    console.print(f"wrote {RESULTS / 'bench_techniques.json'} and {RESULTS / 'bench_techniques.png'}")
+
+
+if __name__ == "__main__":
+    main()
