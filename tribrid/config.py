@@ -150,6 +150,10 @@ class SparseConfig(_Section):
     # ...and fills the rest of top_k with chunks holding only some of its terms, ranked by BM25
     # after every (relaxed) match; if nothing matches even relaxed, those are the whole answer.
     any_term_fallback: bool = True
+    # Accented terms are also indexed without accents (`zürich` and `zurich`), and a query requires
+    # the folded form (the exact spelling scores a bonus). Read by the indexer when it writes
+    # postings and by this leg for queries; changing it needs a full re-index.
+    fold_accents: bool = True
 
 
 QueryDirection = Literal["auto", "both", "callers", "callees"]

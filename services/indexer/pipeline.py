@@ -64,7 +64,10 @@ log = logging.getLogger(__name__)
 # How files become chunks and postings. Bump it when chunking, chunk headers or tokenizing change:
 # the next run of an older corpus then redoes every file instead of mixing the two formats.
 #   1: Python chunked by tree-sitter; BM25 postings leave out the chunk header's labels.
-INDEX_FORMAT = 1
+#   2: Unicode words (case-folded, accents kept, folded forms beside them), Chinese segmented by
+#      jieba, Japanese as character bigrams. Flipping sparse.fold_accents also needs a full
+#      re-index: it is not part of this number.
+INDEX_FORMAT = 2
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -241,8 +244,10 @@ class _RowStream:
         counts: _Counts,
         *,
         hold: bool = False,
+        fold_accents: bool = True,
     ) -> None:
         self._pool = pool
+        self._fold_accents = fold_accents
         self._corpus_id = corpus_id
         self._generation = generation
         self._model = model
@@ -281,7 +286,9 @@ class _RowStream:
             try:
                 # Busy time of a background writer: it overlaps embedding, not added to the run.
                 with self._counts.timed("postgres_rows"):
-                    await write_chunks(self._pool, self._corpus_id, self._generation, self._model, *item)
+                    await write_chunks(
+                        self._pool, self._corpus_id, self._generation, self._model, *item, self._fold_accents
+                    )
             except Exception as error:  # reported by the next put() or by finish()
                 self._error = error
 
@@ -348,6 +355,7 @@ class IndexPipeline:
             self._embedder.name,
             counts,
             hold=not self._cfg.indexer.write_while_embedding,
+            fold_accents=self._cfg.sparse.fold_accents,
         )
         try:
             reuse = committed is not None and same_format
