@@ -100,6 +100,11 @@ class EmbeddingConfig(_Section):
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_api_key: SecretStr = SecretStr("")
     openai_model: str = "text-embedding-3-small"
+    # Text put before every query / every indexed passage, for models trained with them: the
+    # multilingual e5 models want "query: " and "passage: ", BGE a query instruction. Part of the
+    # model's identity (a corpus embedded with other prefixes must be re-indexed).
+    query_prefix: str = ""
+    passage_prefix: str = ""
 
 
 class VectorConfig(_Section):

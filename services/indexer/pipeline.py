@@ -479,7 +479,8 @@ class IndexPipeline:
         return [c for c, h in zip(chunks, hashes, strict=True) if h not in stored]
 
     def _start_embedding(self, batch: list[Chunk]) -> tuple[list[Chunk], asyncio.Task[np.ndarray]]:
-        return batch, asyncio.create_task(self._embedder.embed([c.embed_text for c in batch]))
+        prefix = self._cfg.embedding.passage_prefix
+        return batch, asyncio.create_task(self._embedder.embed([prefix + c.embed_text for c in batch]))
 
     @staticmethod
     async def _finish(

@@ -29,8 +29,10 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         embedder: Embedder,
         query_cache_size: int,
         pool_settings: Mapping[str, str] | None = None,
+        query_prefix: str = "",
     ) -> None:
-        """`pool_settings`: what the pool's connections start with (`search.session_settings`)."""
+        """`pool_settings`: what the pool's connections start with (`search.session_settings`);
+        `query_prefix`: embedding.query_prefix."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
@@ -39,7 +41,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         self.batcher = QueryBatcher(
             embedder, cfg.query_batch_max, cfg.query_batch_wait_ms, cfg.query_queue_size
         )
-        self.queries = QueryEmbeddingCache(embedder, query_cache_size, self.batcher)
+        self.queries = QueryEmbeddingCache(embedder, query_cache_size, self.batcher, query_prefix)
         self._index: IndexInfo | None = None
 
     async def _check_index(self) -> None:
@@ -100,7 +102,13 @@ async def build(res: Resources) -> ServiceSpec:
     pool = await res.pool(settings, search=True)
     embedder = await asyncio.to_thread(res.embedder)
     servicer = VectorServicer(
-        cfg.vector, cfg.limits, pool, embedder, cfg.embedding.query_cache_size, settings
+        cfg.vector,
+        cfg.limits,
+        pool,
+        embedder,
+        cfg.embedding.query_cache_size,
+        settings,
+        query_prefix=cfg.embedding.query_prefix,
     )
     return ServiceSpec(
         full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,
