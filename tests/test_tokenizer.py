@@ -8,6 +8,7 @@ from tribrid.text import (
     CODE_STOPWORDS,
     PROSE_STOPWORDS,
     boolean_query,
+    has_terms,
     index_tokens,
     parse_query,
     phrase_query,
@@ -135,6 +136,15 @@ def test_queries_require_the_folded_form_and_score_the_accented_one() -> None:
 )
 def test_cjk_segmentation(text: str, terms: list[str]) -> None:
     assert tokenize(text) == terms
+
+
+def test_kana_voicing_is_not_folded() -> None:
+    assert tokenize("ガラス") == ["ガラ", "ラス"]
+
+
+def test_has_terms() -> None:
+    assert has_terms("读取文件") and has_terms("function", PROSE_STOPWORDS)
+    assert not has_terms("function") and not has_terms("the of ?!", PROSE_STOPWORDS)
 
 
 def test_cjk_query_terms() -> None:

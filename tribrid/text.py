@@ -78,8 +78,10 @@ def stopwords_for(prose_share: float) -> frozenset[str]:
 
 
 def fold(term: str) -> str:
-    """The term without accents (NFKD, combining marks dropped): `zürich` -> `zurich`."""
-    if term.isascii():
+    """The term without accents (NFKD, combining marks dropped): `zürich` -> `zurich`.
+
+    Chinese and Japanese terms are kept whole: a kana's voicing mark (が) is not an accent."""
+    if term.isascii() or _CJK_RUN.search(term):
         return term
     decomposed = unicodedata.normalize("NFKD", term)
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
@@ -219,6 +221,14 @@ def query_terms(query: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
         if term not in stopwords:
             seen.setdefault(term, None)
     return list(seen)
+
+
+def has_terms(query: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
+    """Whether the query holds a term that is not a stop word (CJK text always does; checked
+    without segmenting it, so no caller has to load the segmenter for this)."""
+    if _CJK_RUN.search(query):
+        return True
+    return bool(query_terms(query, stopwords))
 
 
 def _quote(term: str) -> str:

@@ -16,7 +16,7 @@ from tribrid.options import RequestError, with_options
 from tribrid.search_common import leg_response, validate_search
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
-from tribrid.text import PROSE_STOPWORDS, query_terms
+from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc
 
 
@@ -61,7 +61,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         cfg = with_options(self._cfg, request.options.vector, "options.vector")
         params = validate_search(request, cfg.top_k, self._limits)
         await self._check_index()
-        if not query_terms(params.query, PROSE_STOPWORDS):
+        if not has_terms(params.query, PROSE_STOPWORDS):
             # Stop words or punctuation only: their embedding is noise, and its nearest chunks
             # would be answers to nothing. Empty and OK, as in the other legs. Any other word in
             # any script is a query (a Chinese question has no ASCII terms; "function" is a word).
