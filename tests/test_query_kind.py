@@ -44,3 +44,19 @@ def test_classify_query(query: str, kind: str) -> None:
 )
 def test_is_code_like(word: str, code: bool) -> None:
     assert is_code_like(word) is code
+
+
+@pytest.mark.parametrize(
+    ("query", "on_code", "on_documents"),
+    [
+        ("who is a member of the council", "structural", "natural"),
+        ("what does Alice use", "structural", "natural"),
+        ("backups", "identifier", "natural"),  # a lone word in a manual is a word, not a name
+        ("backup procedures for the cluster", "natural", "natural"),
+        ("parse_args", "identifier", "identifier"),  # code-like tokens stay names
+        ("how does parse_args work", "mixed", "mixed"),
+    ],
+)
+def test_documents_have_no_code_structure_questions(query: str, on_code: str, on_documents: str) -> None:
+    assert classify_query(query) == on_code
+    assert classify_query(query, code_corpus=False) == on_documents

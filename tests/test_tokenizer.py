@@ -5,10 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tribrid.text import (
+    CODE_STOPWORDS,
+    PROSE_STOPWORDS,
     boolean_query,
+    has_terms,
+    index_tokens,
     parse_query,
     phrase_query,
     query_terms,
+    stopwords_for,
     to_tsvector_literal,
     tokenize,
 )
@@ -85,3 +90,77 @@ def test_phrase_and_boolean_tsqueries() -> None:
     assert boolean.tsquery == ("(('sad' <-> 'cat')) | (('fat' <-> 'rat') & !('dog') & !('bad' <-> 'thing'))")
     assert boolean.terms == ("sad", "cat", "fat", "rat", "fatrat")
     assert boolean_query("-dog") is None  # exclusions alone find nothing to rank
+
+
+# Any language: Unicode words, case-folded, accents kept with a folded form beside them.
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("Zürich café", ["zürich", "zurich", "café", "cafe"]),
+        ("ZÜRICH", ["zürich", "zurich"]),
+        ("Straße", ["strasse"]),  # case folding, not accent folding: ß is "ss" in any case
+        ("naïveBayes", ["naïve", "naive", "bayes", "naïvebayes", "naivebayes"]),
+        ("Ελληνικά", ["ελληνικά", "ελληνικα"]),
+        ("Привет мир", ["привет", "мир"]),
+        ("e\u0301te\u0301", ["été", "ete"]),  # decomposed input is composed first
+        ("über_config", ["über", "uber", "config", "überconfig", "uberconfig"]),
+    ],
+)
+def test_accented_and_other_scripts(text: str, terms: list[str]) -> None:
+    assert tokenize(text) == terms
+
+
+def test_accents_kept_without_folding() -> None:
+    assert tokenize("Zürich café", fold_accents=False) == ["zürich", "café"]
+    assert parse_query("Zürich", fold_accents=False).required == ("zürich",)
+
+
+def test_queries_require_the_folded_form_and_score_the_accented_one() -> None:
+    accented, plain = parse_query("Zürich Café"), parse_query("zurich cafe")
+    assert accented.required == plain.required == ("zurich", "cafe")
+    assert accented.bonus == ("zürich", "café") and plain.bonus == ()
+    phrase = phrase_query("Zürich café")
+    assert phrase is not None and phrase.tsquery == "'zurich' <-> 'cafe'"
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("读取文件", ["读取", "文件"]),  # jieba words
+        ("数据库", ["数据", "据库", "数据库"]),  # search mode: the word and the dictionary words in it
+        ("文件file读取", ["文件", "file", "读取"]),  # mixed scripts split at the script boundary
+        ("日本語テキスト", ["日本", "本語", "語テ", "テキ", "キス", "スト"]),  # kana: character bigrams
+        ("ね", ["ね"]),
+        ("openFile打开", ["open", "file", "openfile", "打开"]),
+    ],
+)
+def test_cjk_segmentation(text: str, terms: list[str]) -> None:
+    assert tokenize(text) == terms
+
+
+def test_kana_voicing_is_not_folded() -> None:
+    assert tokenize("ガラス") == ["ガラ", "ラス"]
+
+
+def test_has_terms() -> None:
+    assert has_terms("读取文件") and has_terms("function", PROSE_STOPWORDS)
+    assert not has_terms("function") and not has_terms("the of ?!", PROSE_STOPWORDS)
+
+
+def test_cjk_query_terms() -> None:
+    assert parse_query("读取文件").required == ("读取", "文件")
+    assert query_terms("读取文件") == ["读取", "文件"]
+
+
+def test_folded_forms_share_the_position_and_leave_the_length() -> None:
+    literal, length = to_tsvector_literal(index_tokens("Zürich café parseConfig"))
+    assert literal == "'zürich':1 'zurich':1 'café':2 'cafe':2 'parse':3 'config':4 'parseconfig':4"
+    assert length == 5  # the same as without folding
+    assert to_tsvector_literal(index_tokens("Zürich café parseConfig", fold_accents=False))[1] == 5
+
+
+def test_stop_words_depend_on_the_corpus() -> None:
+    question = "which function reads the method table"
+    assert parse_query(question, stopwords_for(0.1)).required == ("reads", "table")
+    assert parse_query(question, stopwords_for(0.9)).required == ("function", "reads", "method", "table")
+    assert "function" in CODE_STOPWORDS and "function" not in PROSE_STOPWORDS

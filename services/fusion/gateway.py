@@ -27,6 +27,7 @@ from services.fusion.generation import GenerationClient
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import telemetry
 from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
+from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
 from tribrid.options import RequestError, invalid, merge_options, option_values
 from tribrid.query_kind import classify_query
@@ -186,19 +187,30 @@ class FusionPlan:
     # Normalized over the enabled legs; 0 for the others.
     weights: dict[str, float]
     query_kind: str = "mixed"
+    weights_reason: str = ""
 
 
-def plan(cfg: FusionConfig, request: common_pb2.SearchRequest) -> FusionPlan:
+def plan(
+    cfg: FusionConfig, request: common_pb2.SearchRequest, corpus: CorpusProfile | None = None
+) -> FusionPlan:
+    """`corpus`: what the corpus holds (None: unknown, taken as code). A leg of `fusion.code_legs`
+    answers from code structure: a query-kind profile's weight for it is kept whole while at least
+    half the corpus's chunks are code (a repository with its docs), falls linearly below that, and
+    is 0 for a corpus of documents; normalizing gives the rest to the other legs in the profile's
+    proportions."""
     values = option_values(request.options.fusion, "options.fusion")
     fcfg = merge_options(cfg, values, "options.fusion")
     enabled = {leg: fcfg.leg(leg).enabled for leg in LEG_NAMES}
     weights = {leg: fcfg.leg(leg).weight for leg in LEG_NAMES}
-    kind = classify_query(request.query)
+    kind = classify_query(request.query, code_corpus=corpus is None or not corpus.mostly_prose)
     weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
+    reason = ""
     if fcfg.adaptive_weights and not weights_set:
         profile = fcfg.query_kind_weights.get(kind)
         if profile is not None:
             weights = {leg: profile.get(leg, 0.0) for leg in LEG_NAMES}
+            if corpus is not None:
+                reason = _scale_code_legs(weights, fcfg.code_legs, corpus, kind)
     on = [leg for leg in LEG_NAMES if enabled[leg]]
     if sum(weights[leg] for leg in on) <= 0:
         raise invalid(f"options.fusion.legs: the enabled legs' weights ({', '.join(on)}) sum to 0")
@@ -208,6 +220,24 @@ def plan(cfg: FusionConfig, request: common_pb2.SearchRequest) -> FusionPlan:
         normalize_weights({leg: weights[leg] for leg in on})
         | {leg: 0.0 for leg in LEG_NAMES if leg not in on},
         query_kind=kind,
+        weights_reason=reason,
+    )
+
+
+def _scale_code_legs(
+    weights: dict[str, float], code_legs: list[str], corpus: CorpusProfile, kind: str
+) -> str:
+    """Scale the weights of the legs that answer from code by the corpus's code share (whole from
+    one half up); say so when any weight changed."""
+    scale = min(1.0, 2 * corpus.code_share)
+    scaled = [leg for leg in code_legs if weights.get(leg, 0.0) > 0]
+    if scale >= 1.0 or not scaled:
+        return ""
+    for leg in scaled:
+        weights[leg] *= scale
+    return (
+        f"corpus is {corpus.prose_share:.0%} prose: {', '.join(scaled)} answer from code, so the"
+        f" {kind} profile's weight for them is scaled by {scale:.2f}"
     )
 
 
@@ -227,6 +257,7 @@ class Gateway:
         self._legs = legs
         self._pool = pool
         self._generation = generation
+        self._profiles = CorpusProfiles(pool)
         self._expander = next((client for client in legs.values() if client.expands), None)
 
     @classmethod
@@ -268,7 +299,7 @@ class Gateway:
     async def _search(
         self, request: common_pb2.SearchRequest, remaining_s: float | None, started: float
     ) -> fusion_pb2.FusionSearchResponse:
-        fusion_plan = plan(self._cfg, request)
+        fusion_plan = plan(self._cfg, request, await self._profiles.get(request.corpus_id))
         fcfg = fusion_plan.cfg
         params = validate_search(request, fcfg.final_k, self._limits)
         budget_s = fcfg.leg_timeout_ms / 1000
@@ -331,6 +362,7 @@ class Gateway:
             query_kind=fusion_plan.query_kind,
             weights=fusion_plan.weights,
             techniques=[result.report for result in results],
+            weights_reason=fusion_plan.weights_reason,
         )
 
     def _start_techniques(

@@ -21,7 +21,7 @@ import numpy as np
 
 from tribrid.models import Chunk
 from tribrid.stores.postgres import committed
-from tribrid.text import to_tsvector_literal, tokenize
+from tribrid.text import index_tokens, to_tsvector_literal
 
 _CHUNK_COLS = [
     "corpus_id",
@@ -163,13 +163,18 @@ async def stored_vectors(pool: asyncpg.Pool, corpus_id: str, hashes: Sequence[st
 
 
 def _chunk_records(
-    corpus_id: str, generation: int, model: str, chunks: Sequence[Chunk], vectors: np.ndarray
+    corpus_id: str,
+    generation: int,
+    model: str,
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    fold_accents: bool,
 ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     chunk_rows: list[tuple[object, ...]] = []
     posting_rows: list[tuple[object, ...]] = []
     for chunk, vector in zip(chunks, vectors, strict=True):
-        terms = tokenize(sparse_text(chunk))
-        tsv, length = to_tsvector_literal(terms)
+        tokens = index_tokens(sparse_text(chunk), fold_accents)
+        tsv, length = to_tsvector_literal(tokens)
         chunk_rows.append(
             (
                 corpus_id,
@@ -192,7 +197,7 @@ def _chunk_records(
                 chunk.page_end,
             )
         )
-        for term, tf in Counter(terms).items():
+        for term, tf in Counter(term for term, _ in tokens).items():
             posting_rows.append((corpus_id, term, chunk.chunk_id, generation, tf, length))
     return chunk_rows, posting_rows
 
@@ -204,12 +209,13 @@ async def write_chunks(
     model: str,
     chunks: Sequence[Chunk],
     vectors: np.ndarray,
+    fold_accents: bool = True,
 ) -> None:
     """Add chunk rows (with their postings) as `generation`, hidden until that generation commits;
-    `model` made the vectors."""
+    `model` made the vectors; fold_accents adds accented terms' folded forms (sparse.fold_accents)."""
     # Tokenizing is pure Python: in a thread, so the event loop keeps serving while it runs.
     chunk_rows, posting_rows = await asyncio.to_thread(
-        _chunk_records, corpus_id, generation, model, chunks, vectors
+        _chunk_records, corpus_id, generation, model, chunks, vectors, fold_accents
     )
     async with pool.acquire() as conn, conn.transaction():
         # COPY has no binary tsvector encoder in asyncpg: stage the tsvector as text, cast on insert.

@@ -65,7 +65,10 @@ log = logging.getLogger(__name__)
 # the next run of an older corpus then redoes every file instead of mixing the two formats.
 #   1: Python chunked by tree-sitter; BM25 postings leave out the chunk header's labels.
 #   2: documents (Markdown, RST, HTML, PDF, DOCX, text) chunked by section with title, breadcrumb, pages.
-INDEX_FORMAT = 2
+#   3: Unicode words (case-folded, accents kept, folded forms beside them), Chinese segmented by
+#      jieba, Japanese as character bigrams. Flipping sparse.fold_accents also needs a full
+#      re-index: it is not part of this number.
+INDEX_FORMAT = 3
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -242,8 +245,10 @@ class _RowStream:
         counts: _Counts,
         *,
         hold: bool = False,
+        fold_accents: bool = True,
     ) -> None:
         self._pool = pool
+        self._fold_accents = fold_accents
         self._corpus_id = corpus_id
         self._generation = generation
         self._model = model
@@ -282,7 +287,9 @@ class _RowStream:
             try:
                 # Busy time of a background writer: it overlaps embedding, not added to the run.
                 with self._counts.timed("postgres_rows"):
-                    await write_chunks(self._pool, self._corpus_id, self._generation, self._model, *item)
+                    await write_chunks(
+                        self._pool, self._corpus_id, self._generation, self._model, *item, self._fold_accents
+                    )
             except Exception as error:  # reported by the next put() or by finish()
                 self._error = error
 
@@ -349,6 +356,7 @@ class IndexPipeline:
             self._embedder.name,
             counts,
             hold=not self._cfg.indexer.write_while_embedding,
+            fold_accents=self._cfg.sparse.fold_accents,
         )
         try:
             reuse = committed is not None and same_format
@@ -472,7 +480,8 @@ class IndexPipeline:
         return [c for c, h in zip(chunks, hashes, strict=True) if h not in stored]
 
     def _start_embedding(self, batch: list[Chunk]) -> tuple[list[Chunk], asyncio.Task[np.ndarray]]:
-        return batch, asyncio.create_task(self._embedder.embed([c.embed_text for c in batch]))
+        prefix = self._cfg.embedding.passage_prefix
+        return batch, asyncio.create_task(self._embedder.embed([prefix + c.embed_text for c in batch]))
 
     @staticmethod
     async def _finish(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import asyncpg
@@ -9,12 +10,21 @@ import grpc
 
 from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_plain, bm25_tsquery
 from tribrid.config import LimitsConfig, SparseConfig
+from tribrid.corpus_profile import CorpusProfiles
 from tribrid.options import not_found, with_options
 from tribrid.search_common import leg_response, validate_search
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
-from tribrid.text import boolean_query, parse_query, phrase_query
+from tribrid.text import (
+    STOPWORDS,
+    boolean_query,
+    load_segmenter,
+    needs_segmenter,
+    parse_query,
+    phrase_query,
+    stopwords_for,
+)
 from tribrid.v1 import common_pb2, legs_pb2, sparse_pb2, sparse_pb2_grpc
 
 
@@ -23,17 +33,23 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
+        self._profiles = CorpusProfiles(pool)
 
     async def search(self, request: common_pb2.SearchRequest) -> Bm25Result:
         """Run one search; raises RequestError for what the caller must fix."""
         cfg = with_options(self._cfg, request.options.sparse, "options.sparse")
         params = validate_search(request, cfg.top_k, self._limits)
         k1, b = cfg.bm25_k1, cfg.bm25_b
+        if needs_segmenter(params.query):
+            await asyncio.to_thread(load_segmenter)  # jieba's dictionary, once: not on the event loop
+        profile = await self._profiles.get(params.corpus_id)
+        stopwords = STOPWORDS if profile is None else stopwords_for(profile.prose_share)
+        fold = cfg.fold_accents
         if cfg.query_mode == "plain":
             result = await bm25_plain(
                 self._pool,
                 params,
-                parse_query(params.query),
+                parse_query(params.query, stopwords, fold),
                 k1,
                 b,
                 cfg.relax_max_terms,
@@ -41,7 +57,11 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
             )
         else:
             mode = cfg.query_mode
-            tsq = phrase_query(params.query) if mode == "phrase" else boolean_query(params.query)
+            tsq = (
+                phrase_query(params.query, stopwords, fold)
+                if mode == "phrase"
+                else boolean_query(params.query, stopwords, fold)
+            )
             # stop words or punctuation only: nothing to look for, which is not an error
             result = (
                 Bm25Result([]) if tsq is None else await bm25_tsquery(self._pool, params, tsq, mode, k1, b)

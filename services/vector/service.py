@@ -16,7 +16,7 @@ from tribrid.options import RequestError, with_options
 from tribrid.search_common import leg_response, validate_search
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
-from tribrid.text import query_terms
+from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc
 
 
@@ -29,8 +29,10 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         embedder: Embedder,
         query_cache_size: int,
         pool_settings: Mapping[str, str] | None = None,
+        query_prefix: str = "",
     ) -> None:
-        """`pool_settings`: what the pool's connections start with (`search.session_settings`)."""
+        """`pool_settings`: what the pool's connections start with (`search.session_settings`);
+        `query_prefix`: embedding.query_prefix."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
@@ -39,7 +41,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         self.batcher = QueryBatcher(
             embedder, cfg.query_batch_max, cfg.query_batch_wait_ms, cfg.query_queue_size
         )
-        self.queries = QueryEmbeddingCache(embedder, query_cache_size, self.batcher)
+        self.queries = QueryEmbeddingCache(embedder, query_cache_size, self.batcher, query_prefix)
         self._index: IndexInfo | None = None
 
     async def _check_index(self) -> None:
@@ -59,9 +61,10 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         cfg = with_options(self._cfg, request.options.vector, "options.vector")
         params = validate_search(request, cfg.top_k, self._limits)
         await self._check_index()
-        if not query_terms(params.query):
+        if not has_terms(params.query, PROSE_STOPWORDS):
             # Stop words or punctuation only: their embedding is noise, and its nearest chunks
-            # would be answers to nothing. Empty and OK, as in the other legs.
+            # would be answers to nothing. Empty and OK, as in the other legs. Any other word in
+            # any script is a query (a Chinese question has no ASCII terms; "function" is a word).
             return VectorResult([], "none", 0)
         try:
             vector = await self.queries.embed_query(params.query)
@@ -99,7 +102,13 @@ async def build(res: Resources) -> ServiceSpec:
     pool = await res.pool(settings, search=True)
     embedder = await asyncio.to_thread(res.embedder)
     servicer = VectorServicer(
-        cfg.vector, cfg.limits, pool, embedder, cfg.embedding.query_cache_size, settings
+        cfg.vector,
+        cfg.limits,
+        pool,
+        embedder,
+        cfg.embedding.query_cache_size,
+        settings,
+        query_prefix=cfg.embedding.query_prefix,
     )
     return ServiceSpec(
         full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,

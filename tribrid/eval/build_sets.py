@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tribrid.config import REPO_ROOT
+from tribrid.eval import doc_sets
 
 PACKAGES = ("click", "httpx")
 SEED = 20260522
@@ -490,14 +491,21 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
         "structural": build_structural(code, random.Random(SEED + 1), (40, 20, 20)),
         "identifier": build_identifier(code, random.Random(SEED + 2), 55, 25),
     }
+    doc_questions, _, doc_versions = doc_sets.build(work_dir)
+    for name, questions in doc_questions.items():
+        sets[name] = doc_sets.as_items(name, questions)
+    set_corpus = SET_CORPUS | doc_sets.DOC_SET_CORPUS
     sets_dir.mkdir(parents=True, exist_ok=True)
     for name, items in sets.items():
         write_jsonl(sets_dir / f"{name}.jsonl", items)
     manifest = {
-        "packages": versions(),
+        "packages": versions() | doc_versions,
         "seed": SEED,
-        "corpora": {corpus: f".state/eval/{sub}" for corpus, sub in CORPUS_DIRS.items()},
-        "sets": {name: {"corpus": SET_CORPUS[name], "queries": len(items)} for name, items in sets.items()},
+        "corpora": {
+            corpus: f".state/eval/{sub}" for corpus, sub in (CORPUS_DIRS | doc_sets.DOC_CORPUS_DIRS).items()
+        },
+        "sets": {name: {"corpus": set_corpus[name], "queries": len(items)} for name, items in sets.items()},
+        "held_out": list(doc_sets.HELD_OUT),
     }
     (sets_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return {name: len(items) for name, items in sets.items()}

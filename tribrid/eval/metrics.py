@@ -6,12 +6,20 @@ within `tolerance` lines of the definition's first line and ends inside it, as w
 definition is split into windows or a class chunk stops at its first method). A larger chunk that
 merely contains the definition does not count. Each relevant item is credited at most once, to the
 best-ranked chunk that matches it.
+
+Document answers (a span of prose under a question heading) are judged two ways:
+- strict (`is_strict_match`): at least half of the returned chunk's lines are answer lines, and
+  the chunk either covers at least half of the answer or is its head (starts within `tolerance`
+  lines of the answer's first line) — the chunk is the answer, not a window around it;
+- loose (`is_loose_match`): the chunk shares any line with the answer.
+Both are reported for every set: `ndcg10`/`recall10` use the set's strict judgement (`is_match`
+for code), `ndcg10_loose`/`recall10_loose` the loose one.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 TOLERANCE = 2
@@ -46,14 +54,39 @@ def is_match(hit: Span, relevant: Span, tolerance: int = TOLERANCE) -> bool:
     return hit.end_line <= relevant.end_line
 
 
-def judge(hits: Sequence[Span], relevant: Sequence[Span], tolerance: int = TOLERANCE) -> list[bool]:
+def overlap(a: Span, b: Span) -> int:
+    """Lines the two spans share (0 in different files)."""
+    if a.path != b.path:
+        return 0
+    return max(0, min(a.end_line, b.end_line) - max(a.start_line, b.start_line) + 1)
+
+
+def is_strict_match(hit: Span, relevant: Span, tolerance: int = TOLERANCE) -> bool:
+    """A document chunk that is the answer: mostly answer lines, and most of the answer or its head."""
+    shared = overlap(hit, relevant)
+    if shared == 0 or 2 * shared < hit.lines:
+        return False
+    return 2 * shared >= relevant.lines or abs(hit.start_line - relevant.start_line) <= tolerance
+
+
+def is_loose_match(hit: Span, relevant: Span, tolerance: int = TOLERANCE) -> bool:
+    """Any shared line."""
+    return overlap(hit, relevant) > 0
+
+
+Matcher = Callable[[Span, Span, int], bool]
+
+
+def judge(
+    hits: Sequence[Span], relevant: Sequence[Span], tolerance: int = TOLERANCE, match: Matcher = is_match
+) -> list[bool]:
     """Per rank: does this hit newly match a relevant item not yet credited to a better rank?"""
     used = [False] * len(relevant)
     gains: list[bool] = []
     for hit in hits:
         credited = False
         for i, rel in enumerate(relevant):
-            if not used[i] and is_match(hit, rel, tolerance):
+            if not used[i] and match(hit, rel, tolerance):
                 used[i] = True
                 credited = True
                 break
@@ -96,21 +129,39 @@ class QueryScores:
     recall20: float
     ndcg10: float
     lines10: int
+    ndcg10_loose: float = 0.0
+    recall10_loose: float = 0.0
 
 
-METRIC_NAMES = ("mrr10", "recall5", "recall10", "recall20", "ndcg10", "lines10")
+METRIC_NAMES = (
+    "mrr10",
+    "recall5",
+    "recall10",
+    "recall20",
+    "ndcg10",
+    "ndcg10_loose",
+    "recall10_loose",
+    "lines10",
+)
 METRIC_LABELS = {
     "mrr10": "MRR@10",
     "recall5": "R@5",
     "recall10": "R@10",
     "recall20": "R@20",
     "ndcg10": "nDCG@10",
+    "ndcg10_loose": "nDCG@10 loose",
+    "recall10_loose": "R@10 loose",
     "lines10": "lines@10",
 }
 
 
-def score_query(hits: Sequence[Span], relevant: Sequence[Span], tolerance: int = TOLERANCE) -> QueryScores:
-    gains = judge(hits, relevant, tolerance)
+def score_query(
+    hits: Sequence[Span], relevant: Sequence[Span], tolerance: int = TOLERANCE, strict: Matcher = is_match
+) -> QueryScores:
+    """Scores of one answer; `strict`: the set's judgement (`is_match` for code, `is_strict_match`
+    for documents); the loose scores count any overlap."""
+    gains = judge(hits, relevant, tolerance, strict)
+    loose = judge(hits, relevant, tolerance, is_loose_match)
     n = len(relevant)
     return QueryScores(
         mrr10=mrr_at(gains, 10),
@@ -119,6 +170,8 @@ def score_query(hits: Sequence[Span], relevant: Sequence[Span], tolerance: int =
         recall20=recall_at(gains, n, 20),
         ndcg10=ndcg_at(gains, n, 10),
         lines10=lines_returned(hits, 10),
+        ndcg10_loose=ndcg_at(loose, n, 10),
+        recall10_loose=recall_at(loose, n, 10),
     )
 
 

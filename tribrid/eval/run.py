@@ -27,12 +27,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
-from tribrid.eval import build_sets
+from tribrid.eval import build_sets, doc_sets
 from tribrid.eval.metrics import (
     METRIC_LABELS,
     METRIC_NAMES,
+    Matcher,
     QueryScores,
     Span,
+    is_match,
+    is_strict_match,
     mean_scores,
     score_query,
     span_from,
@@ -49,7 +52,7 @@ RESULTS_DIR = REPO_ROOT / "evals" / "results"
 GATEWAY = "fusion"
 # What the eval asks: every leg on its own, then the gateway.
 SEARCHED = (*LEG_NAMES, GATEWAY)
-SET_NAMES = ("docstring", "structural", "identifier")
+SET_NAMES = ("docstring", "structural", "identifier", *doc_sets.DOC_SET_CORPUS)
 console = Console(width=max(Console().width, 130))
 
 SearchFn = Callable[[common_pb2.SearchRequest], Awaitable[list[common_pb2.ChunkMatch]]]
@@ -142,6 +145,7 @@ async def run_leg(
     concurrency: int,
     progress: Progress,
     label: str,
+    strict: Matcher = is_match,
 ) -> LegRun:
     task = progress.add_task(label, total=len(queries))
     sem = asyncio.Semaphore(concurrency)
@@ -157,7 +161,7 @@ async def run_leg(
                 matches, error = [], err.code().name
             latency = 1000 * (time.perf_counter() - started)
             hits = [Span(m.file_path, m.start_line, m.end_line) for m in matches]
-            scores = score_query(hits, q.relevant)
+            scores = score_query(hits, q.relevant, strict=strict)
             detail = {
                 "id": q.id,
                 **asdict(scores),
@@ -196,9 +200,17 @@ async def evaluate(
         with Progress(*columns, console=console) as progress:
             for name, (corpus, queries) in sets.items():
                 out[name] = {}
+                strict = is_strict_match if name in doc_sets.DOC_SET_CORPUS else is_match
                 for leg in legs:
                     out[name][leg] = await run_leg(
-                        searchers[leg], corpus, queries, top_k, concurrency, progress, f"{name} / {leg}"
+                        searchers[leg],
+                        corpus,
+                        queries,
+                        top_k,
+                        concurrency,
+                        progress,
+                        f"{name} / {leg}",
+                        strict,
                     )
         return out
     finally:
@@ -254,7 +266,7 @@ def print_breakdown(breakdown: dict[str, dict[str, dict[str, dict[str, float]]]]
 
 
 def print_table(summary: dict[str, dict[str, dict[str, Any]]]) -> None:
-    table = Table(title="TriBridRAG evaluation (top_k 20; ground truth from ast)")
+    table = Table(title="TriBridRAG evaluation (top_k 20; ground truth from ast and FAQ headings)")
     table.add_column("set")
     table.add_column("leg")
     table.add_column("n", justify="right")
@@ -323,7 +335,7 @@ def main() -> None:
 
     cfg = load_config()
     sets = load_sets(args.sets_dir, args.sets)
-    corpora = build_sets.corpus_dirs(args.work_dir)
+    corpora = build_sets.corpus_dirs(args.work_dir) | doc_sets.corpus_dirs(args.work_dir)
     needed = {corpus for corpus, _ in sets.values()}
     if not args.no_index:
         asyncio.run(ensure_indexed(cfg, {c: p for c, p in corpora.items() if c in needed}))

@@ -1,0 +1,119 @@
+"""Any language through the real stack: German (with and without accents), Chinese and English
+passages indexed together; each leg answers, and the gateway routes a corpus of documents."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Stack, index_corpus
+from tribrid.v1 import (
+    common_pb2,
+    fusion_pb2,
+    fusion_pb2_grpc,
+    indexer_pb2,
+    sparse_pb2_grpc,
+    vector_pb2_grpc,
+)
+
+CORPUS = "multilingual"
+FIXTURE = Path(__file__).parent / "fixtures" / "multilingual"
+
+
+@pytest.fixture(scope="module")
+async def multilingual(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> indexer_pb2.IndexProgress:
+    root = tmp_path_factory.mktemp("multilingual") / "docs"
+    shutil.copytree(FIXTURE, root)
+    return await index_corpus(stack, CORPUS, root)
+
+
+async def sparse(stack: Stack, query: str) -> list[str]:
+    async with stack.channel("sparse") as channel:
+        reply = await sparse_pb2_grpc.SparseSearchStub(channel).Search(
+            common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=10), timeout=30
+        )
+    return [m.file_path for m in reply.matches]
+
+
+async def fused(stack: Stack, query: str) -> fusion_pb2.FusionSearchResponse:
+    async with stack.channel("fusion") as channel:
+        reply: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
+            common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=10), timeout=30
+        )
+    return reply
+
+
+async def test_fixture_is_indexed(multilingual: indexer_pb2.IndexProgress) -> None:
+    assert multilingual.done and multilingual.files_seen == 8 and multilingual.chunks_total == 8
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("读取文件", "duqu.txt"),  # "read a file"
+        ("北京天气", "tianqi.txt"),  # "Beijing weather", unsegmented as Chinese is written
+        ("明天 降温", "tianqi.txt"),  # "tomorrow, colder"
+        ("Zürich Altstadt", "zuerich.txt"),
+        ("zurich altstadt", "zuerich.txt"),  # no accents: the folded form matches
+        ("ZÜRICH LIMMAT", "zuerich.txt"),  # case-folded
+        ("Straßenbahn", "zuerich.txt"),
+        ("strassenbahn", "zuerich.txt"),
+        ("Roggenbrot Kruste", "brot.txt"),
+        ("kuhlen Ort", "brot.txt"),  # the text says "kühlen"
+        ("night train", "trains.txt"),
+        ("東京タワー", "tokyo.txt"),  # Japanese: character bigrams
+        ("展望台 富士山", "tokyo.txt"),
+        # a corpus of documents keeps "function" (a code corpus drops it as a stop word)
+        ("function", "liver.txt"),
+    ],
+)
+async def test_sparse_leg_finds_the_passage(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress, query: str, path: str
+) -> None:
+    paths = await sparse(stack, query)
+    assert paths and paths[0] == path, paths
+
+
+async def test_sparse_leg_prefers_the_exact_spelling(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress
+) -> None:
+    async with stack.channel("sparse") as channel:
+        stub = sparse_pb2_grpc.SparseSearchStub(channel)
+        exact, folded = [
+            (
+                await stub.Search(common_pb2.SearchRequest(corpus_id=CORPUS, query=q, top_k=1), timeout=30)
+            ).matches[0]
+            for q in ("Zürich", "zurich")
+        ]
+    assert exact.file_path == folded.file_path == "zuerich.txt"
+    assert exact.score > folded.score  # the accented term is a bonus on top of the folded one
+
+
+async def test_vector_leg_answers_a_cjk_only_query(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress
+) -> None:
+    async with stack.channel("vector") as channel:
+        reply = await vector_pb2_grpc.VectorSearchStub(channel).Search(
+            common_pb2.SearchRequest(corpus_id=CORPUS, query="读取文件", top_k=10), timeout=30
+        )
+    assert len(reply.matches) == 8  # every passage, ranked: no longer refused for lack of ASCII terms
+
+
+async def test_gateway_gives_no_graph_weight_to_a_corpus_of_documents(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress
+) -> None:
+    reply = await fused(stack, "读取文件")
+    assert reply.weights["graph"] == 0.0
+    assert reply.weights["vector"] + reply.weights["sparse"] == pytest.approx(1.0)
+    assert "100% prose" in reply.weights_reason
+    assert reply.matches[0].file_path == "duqu.txt"
+
+
+async def test_a_prose_question_is_not_a_code_question_on_documents(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress
+) -> None:
+    reply = await fused(stack, "who is a member of the garden club")
+    assert reply.query_kind == "natural"  # on a code corpus: "structural" (class members)
+    assert reply.weights["graph"] == 0.0
