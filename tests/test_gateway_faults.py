@@ -14,6 +14,7 @@ from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.legs import BY_NAME, LEGS
 from tribrid.options import RequestError
 from tribrid.server import RunningServer, ServiceSpec, start_server
+from tribrid.stores.postgres import create_pool
 from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, legs_pb2, vector_pb2_grpc
 
 
@@ -97,3 +98,19 @@ async def test_all_legs_down_is_unavailable(stack: Stack, sample_corpus: indexer
     assert excinfo.value.code == grpc.StatusCode.UNAVAILABLE
     assert "vector" in excinfo.value.message and "graph" in excinfo.value.message
     await gateway.close()
+
+
+async def test_unreadable_content_is_unavailable(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    """The legs answer, then the content read fails: UNAVAILABLE naming why, not an internal error."""
+    cfg = stack.cfg
+    closed = await create_pool(cfg.postgres, cfg.embedding.dim, cfg.vector, max_size=1)
+    await closed.close()
+    legs = {leg.name: LegClient(leg, f"127.0.0.1:{stack.servers[leg.name].port}") for leg in LEGS}
+    gateway = Gateway(cfg.fusion, cfg.limits, legs, closed)
+    with pytest.raises(RequestError) as excinfo:
+        await gateway.search(common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"), remaining_s=10)
+    await gateway.close()
+    assert excinfo.value.code == grpc.StatusCode.UNAVAILABLE
+    assert "content could not be read: InterfaceError" in excinfo.value.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from tribrid.options import RequestError, invalid, merge_options, option_values
 from tribrid.query_kind import classify_query
 from tribrid.search_common import fill_content, validate_search
 from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, legs_pb2
+
+log = logging.getLogger(__name__)
 
 # The RPC the expansion stage calls, on the leg whose service offers it.
 EXPAND_METHOD = "ExpandContext"
@@ -299,7 +302,7 @@ class Gateway:
     async def _search(
         self, request: common_pb2.SearchRequest, remaining_s: float | None, started: float
     ) -> fusion_pb2.FusionSearchResponse:
-        fusion_plan = plan(self._cfg, request, await self._profiles.get(request.corpus_id))
+        fusion_plan = plan(self._cfg, request, await self._corpus_profile(request.corpus_id))
         fcfg = fusion_plan.cfg
         params = validate_search(request, fcfg.final_k, self._limits)
         budget_s = fcfg.leg_timeout_ms / 1000
@@ -352,7 +355,7 @@ class Gateway:
             report, extra = await self._expand(request, fcfg, matches, left_s)
             reports.append(report)
             matches = _merge_expanded(matches, extra, fcfg.max_chunks_per_file)
-        await fill_content(self._pool, request.corpus_id, matches)
+        await self._fill_content(request.corpus_id, matches, remaining_s, started)
         return fusion_pb2.FusionSearchResponse(
             matches=matches,
             legs=reports,
@@ -364,6 +367,31 @@ class Gateway:
             techniques=[result.report for result in results],
             weights_reason=fusion_plan.weights_reason,
         )
+
+    async def _corpus_profile(self, corpus_id: str) -> CorpusProfile | None:
+        """What the corpus holds, for the weights; unknown (None: weighed as code) when the store
+        cannot say in a leg's time: the legs then say what is wrong with the store."""
+        try:
+            async with asyncio.timeout(self._cfg.leg_timeout_ms / 1000):
+                return await self._profiles.get(corpus_id)
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
+            log.warning("corpus profile unreadable", extra={"corpus": corpus_id, "error": repr(err)})
+            return None
+
+    async def _fill_content(
+        self, corpus_id: str, matches: list[common_pb2.ChunkMatch], remaining_s: float | None, started: float
+    ) -> None:
+        """The answers' content, within what is left of the caller's deadline; a store that fails or
+        is too slow makes the answer UNAVAILABLE, not an internal error."""
+        left_s = None if remaining_s is None else max(remaining_s - (time.perf_counter() - started), 0.001)
+        try:
+            async with asyncio.timeout(left_s):
+                await fill_content(self._pool, corpus_id, matches)
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
+            raise RequestError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"the answers' content could not be read: {type(err).__name__} {err}",
+            ) from None
 
     def _start_techniques(
         self,
