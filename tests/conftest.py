@@ -6,11 +6,16 @@ import os
 import shutil
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
 from tribrid.legs import BY_NAME
@@ -157,3 +162,21 @@ def fusion_options(
         if weights and leg in weights:
             setting.weight = weights[leg]
     return common_pb2.SearchOptions(fusion=options)
+
+
+@contextmanager
+def collected_spans() -> Iterator[InMemorySpanExporter]:
+    """Every span finished meanwhile, in memory. The services' tracers are proxies until a provider
+    is set: they pick this one up."""
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    processor = SimpleSpanProcessor(exporter)
+    provider.add_span_processor(processor)
+    try:
+        yield exporter
+    finally:
+        processor.shutdown()  # stop collecting
+        exporter.clear()

@@ -11,9 +11,6 @@ from collections.abc import AsyncIterator, Iterator
 import grpc
 import httpx
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
@@ -21,7 +18,7 @@ from services.bridge.service import start_bridge
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
-from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack, fusion_options
+from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack, collected_spans, fusion_options
 from tribrid import cli
 from tribrid.config import (
     ConfigError,
@@ -352,16 +349,8 @@ def test_techniques_in_config_and_cli() -> None:
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    processor = SimpleSpanProcessor(exporter)
-    provider.add_span_processor(processor)
-    yield exporter
-    processor.shutdown()
-    exporter.clear()
+    with collected_spans() as exporter:
+        yield exporter
 
 
 async def test_the_api_key_never_appears_in_logs_or_traces(

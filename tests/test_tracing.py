@@ -7,28 +7,18 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry import trace
 from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.conftest import SAMPLE_CORPUS, Stack, collected_spans
 from tribrid import telemetry
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, legs_pb2
 
 
 @pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        # the services' tracers are proxies until a provider is set: they pick this one up
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    processor = SimpleSpanProcessor(exporter)
-    provider.add_span_processor(processor)
-    yield exporter
-    processor.shutdown()  # stop collecting for the rest of the session
-    exporter.clear()
+    with collected_spans() as exporter:
+        yield exporter
     AsyncPGInstrumentor().uninstrument()  # type: ignore[no-untyped-call]
 
 
