@@ -68,7 +68,8 @@ log = logging.getLogger(__name__)
 #   3: Unicode words (case-folded, accents kept, folded forms beside them), Chinese segmented by
 #      jieba, Japanese as character bigrams. Flipping sparse.fold_accents also needs a full
 #      re-index: it is not part of this number.
-INDEX_FORMAT = 3
+#   4: documents chunked within 48..128 estimated tokens (was 80..224).
+INDEX_FORMAT = 4
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
