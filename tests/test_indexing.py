@@ -766,10 +766,12 @@ def test_resolution_is_precise_about_locals_constructors_super_and_reexports() -
     assert edges == {
         ("module:lib", "imports", "module:lib.engine"),
         ("module:app.main", "imports", "module:lib"),
-        ("function:lib.engine.Engine.make", "calls", "function:lib.engine.Engine.__init__"),  # cls(...)
+        ("function:lib.engine.Engine.make", "calls", "class:lib.engine.Engine"),  # cls(...)
+        ("function:lib.engine.Engine.make", "calls", "function:lib.engine.Engine.__init__"),
         ("class:app.main.Turbo", "inherits", "class:lib.engine.Engine"),  # through the package re-export
         ("function:app.main.Turbo.__init__", "calls", "function:lib.engine.Engine.__init__"),  # super()
         ("function:app.main.main", "calls", "function:lib.engine.Engine.make"),
+        ("function:app.main.main", "calls", "class:app.main.Turbo"),  # Turbo()
         ("function:app.main.main", "calls", "function:app.main.Turbo.__init__"),
     }
     assert ("function:lib.engine.Engine.make", "references", "function:lib.engine.start") in relations
@@ -780,6 +782,72 @@ def test_resolution_is_precise_about_locals_constructors_super_and_reexports() -
         ("app.main.Turbo.__init__", "self.speed.set"),
         ("app.main.main", "items.start"),
     }
+
+
+def test_instantiation_raise_and_decorators_are_calls_of_the_class_its_init_and_the_decorator() -> None:
+    files = [
+        python(
+            "kit/errors.py",
+            """
+            class KitError(Exception):
+                def __init__(self, message):
+                    super().__init__(message)
+
+
+            class Plain(KitError):
+                pass
+            """,
+        ),
+        python(
+            "kit/deco.py",
+            """
+            def register(fn):
+                return fn
+
+
+            def options(**kw):
+                return register
+            """,
+        ),
+        python(
+            "kit/use.py",
+            """
+            from kit import deco
+            from kit.deco import register, options
+            from kit.errors import KitError, Plain
+
+
+            @register
+            class Widget:
+                @deco.register
+                def draw(self):
+                    raise KitError("no")
+
+                @options(size=1)
+                def size(self):
+                    raise Plain("inherited __init__")
+
+
+            def build():
+                return Widget()
+            """,
+        ),
+    ]
+    graphs, _ = build_graphs(files)
+    _, relations = readable(graphs)
+    calls = {r for r in relations if r[1] == "calls"}
+    assert calls == {
+        ("class:kit.use.Widget", "calls", "function:kit.deco.register"),  # @register on a class
+        ("function:kit.use.Widget.draw", "calls", "function:kit.deco.register"),  # @deco.register
+        ("function:kit.use.Widget.draw", "calls", "class:kit.errors.KitError"),  # raise KitError(...)
+        ("function:kit.use.Widget.draw", "calls", "function:kit.errors.KitError.__init__"),
+        ("function:kit.use.Widget.size", "calls", "function:kit.deco.options"),  # @options(size=1)
+        ("function:kit.use.Widget.size", "calls", "class:kit.errors.Plain"),
+        ("function:kit.use.Widget.size", "calls", "function:kit.errors.KitError.__init__"),  # inherited
+        ("function:kit.use.build", "calls", "class:kit.use.Widget"),  # no __init__: the class alone
+    }
+    # A bare decorator is a call, so it is not also a plain read.
+    assert ("class:kit.use.Widget", "references", "function:kit.deco.register") not in relations
 
 
 def test_sample_repo_links_callers_across_files() -> None:

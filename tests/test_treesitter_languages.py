@@ -130,6 +130,7 @@ EXPECTED: dict[str, Expected] = {
             ("calls", "lib/report.Report.render", "lib/format.Formatter.format"),
             ("calls", "lib/report.Report.render", "lib/format.pad"),
             ("calls", "lib/report.Report.render", "lib/format.upper"),
+            ("calls", "lib/report.build", "lib/report.Report"),  # new Report(title)
             ("calls", "lib/report.build", "lib/report.Report.constructor"),
             ("imports", "lib/report", "lib/format"),
             ("inherits", "lib/report.Report", "lib/format.Formatter"),
@@ -352,6 +353,7 @@ EXPECTED: dict[str, Expected] = {
             ("contains", "com/acme/util/Strings.Strings", "com/acme/util/Strings.Strings.repeat"),
         },
         edges={
+            ("calls", "com/acme/app/Greeter.Greeter.create", "com/acme/app/Greeter.Greeter"),  # new Greeter()
             ("calls", "com/acme/app/Greeter.Greeter.create", "com/acme/app/Greeter.Greeter.Greeter"),
             ("calls", "com/acme/app/Greeter.Greeter.greet", "com/acme/app/Greeter.Base.helper"),
             ("calls", "com/acme/app/Greeter.Greeter.greet", "com/acme/util/Strings.Strings.isBlank"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
@@ -228,6 +228,8 @@ class _Region:
     # A body binds names in its scope (a decorator or annotation list does not); params: a def's arguments.
     is_body: bool = False
     params: set[str] = field(default_factory=set)
+    # Bare decorators (`@d`, `@m.d`): Python calls them with the definition, so they are calls.
+    decorators: list[ast.expr] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -322,7 +324,9 @@ class _FileExtractor:
         body_scope = _Scope({}, module=scope.module if scope.module is not None else scope.bindings)
         self._define(node.body, body_scope, class_id, qualified, class_id, regions, classes)
         members = {id(member) for member in definitions(node.body)}
-        regions.append(_Region(class_id, [*node.decorator_list, *node.keywords], scope))
+        regions.append(
+            _Region(class_id, [*node.decorator_list, *node.keywords], scope, decorators=node.decorator_list)
+        )
         regions.append(_Region(class_id, list(node.body), body_scope, members, is_body=True))
 
     def _define_function(
@@ -344,7 +348,7 @@ class _FileExtractor:
         header: list[ast.AST] = [*node.decorator_list, node.args]
         if node.returns is not None:
             header.append(node.returns)
-        regions.append(_Region(function_id, header, scope))
+        regions.append(_Region(function_id, header, scope, decorators=node.decorator_list))
         body_scope = _Scope({}, module=scope.module if scope.module is not None else scope.bindings)
         if class_id is not None:
             decorators = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
@@ -422,7 +426,7 @@ class _FileExtractor:
     # references
 
     def _scan_region(self, region: _Region) -> _Scan:
-        scan = _scan(region.roots, region.skip)
+        scan = _scan(region.roots, region.skip, region.decorators)
         if region.is_body:
             for node in scan.imports:
                 self._add_import(node, region.scope)
@@ -502,15 +506,22 @@ class _FileExtractor:
 # --- syntax helpers --------------------------------------------------------------------------------
 
 
-def _scan(roots: list[ast.AST], skip: set[int]) -> _Scan:
-    """Calls, reads, bindings and imports in roots (pre-order, so a callee is seen before its parts)."""
+def _scan(roots: list[ast.AST], skip: set[int], decorators: Sequence[ast.expr] = ()) -> _Scan:
+    """Calls, reads, bindings and imports in roots (pre-order, so a callee is seen before its parts).
+
+    Bare decorators count as calls; a decorator call `@d(arg)` is already one.
+    """
     scan = _Scan()
     consumed: set[int] = set()  # parts of a chain already taken whole (`a` and `a.b` of `a.b.c()`)
+    called = {id(d) for d in decorators if not isinstance(d, ast.Call)}
     stack = list(reversed(roots))
     while stack:
         node = stack.pop()
         if id(node) in skip:
             continue
+        if id(node) in called and isinstance(node, ast.expr):
+            scan.calls.append(node)
+            consumed.add(id(node))
         _scan_node(node, scan, consumed)
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return scan
@@ -663,9 +674,9 @@ def link_ref(
     """Record one reference of a file: an edge when it resolved to an entity here, pending when
     only the corpus can tell, else unresolved (a read that resolves to nothing is just dropped)."""
     if isinstance(target, str):
-        edge = edge_to(kind, source_id, target, types, graph.classes)
-        if edge is not None:
-            graph.relations.append(edge)
+        edges = edges_to(kind, source_id, target, types, graph.classes)
+        if edges:
+            graph.relations.extend(edges)
             return
         target = None
     if target is None:
@@ -675,30 +686,34 @@ def link_ref(
     graph.pending.append(PendingRef(source_id, target, kind, written))
 
 
-def edge_to(
+def edges_to(
     kind: Literal["calls", "inherits", "references"],
     source_id: str,
     target_id: str,
     types: dict[str, str],
     classes: dict[str, ClassInfo],
     resolve_base: Callable[[Symbolic], str | None] | None = None,
-) -> Relation | None:
-    """The relation for a reference resolved to target_id; None if there is none (a non-class base).
+) -> list[Relation]:
+    """The relations for a reference resolved to target_id; none for a non-class base.
 
-    Calling a class runs its `__init__`, its own or inherited; without resolve_base (one file alone)
-    a base in another file is not followed and the edge goes to the class.
+    Calling a class is a call of the class and of its `__init__`, its own or inherited (without
+    resolve_base, one file alone, a base in another file is not followed): "who calls Console"
+    means the code that writes `Console(...)`.
     """
     target_type = types.get(target_id)
     if kind == "inherits":
-        return Relation(source_id, target_id, "inherits") if target_type == "class" else None
+        return [Relation(source_id, target_id, "inherits")] if target_type == "class" else []
     if kind == "calls" and target_type == "class":
+        edges = [Relation(source_id, target_id, "calls")]
         init = find_method(classes, types, target_id, "__init__", False, resolve_base)
-        return Relation(source_id, init if isinstance(init, str) else target_id, "calls")
+        if isinstance(init, str):
+            edges.append(Relation(source_id, init, "calls"))
+        return edges
     if kind == "calls" and target_type == "function":
-        return Relation(source_id, target_id, "calls")
+        return [Relation(source_id, target_id, "calls")]
     if source_id == target_id:
-        return None
-    return Relation(source_id, target_id, "references")  # a read, or a call of a variable/module
+        return []
+    return [Relation(source_id, target_id, "references")]  # a read, or a call of a variable/module
 
 
 # --- the corpus step -----------------------------------------------------------------------------
@@ -722,11 +737,13 @@ def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
                 relations.append(Relation(graph.module_id, target.module_id, "imports"))
         for ref in graph.pending:
             target_id = index.resolve(ref.target)
-            edge = None
+            edges = []
             if target_id is not None:
-                edge = edge_to(ref.kind, ref.source_id, target_id, index.types, index.classes, index.resolve)
-            if edge is not None:
-                relations.append(edge)
+                edges = edges_to(
+                    ref.kind, ref.source_id, target_id, index.types, index.classes, index.resolve
+                )
+            if edges:
+                relations.extend(edges)
             elif ref.kind != "references":
                 unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind))
         unresolved.extend(graph.unresolved)
