@@ -707,7 +707,7 @@ def test_exact_entities_and_relations_of_a_two_module_package() -> None:
     # obj.unknown() links nowhere and is reported instead.
     app_run = next(e for g in graphs for e in g.entities if e.qualified_name == "pkg.app.App.run")
     assert resolve_refs(CORPUS, graphs).unresolved == [
-        UnresolvedRef(app_run.entity_id, "obj.unknown", "calls")
+        UnresolvedRef(app_run.entity_id, "obj.unknown", "calls", method="unknown")
     ]
     # Each definition points at the chunk holding its first line.
     chunk_by_id = {c.chunk_id: c for file_chunks in chunks.values() for c in file_chunks}
@@ -848,6 +848,107 @@ def test_instantiation_raise_and_decorators_are_calls_of_the_class_its_init_and_
     }
     # A bare decorator is a call, so it is not also a plain read.
     assert ("class:kit.use.Widget", "references", "function:kit.deco.register") not in relations
+
+
+INFER_MODELS_PY = """
+    class Cart:
+        def add_item(self, item):
+            return item
+
+        def checkout(self):
+            return 1
+
+
+    class Order:
+        def checkout(self):
+            return self.checkout_later()
+
+
+    class A:
+        def render(self):
+            return "a"
+
+
+    class B:
+        def render(self):
+            return "b"
+
+
+    class C:
+        def render(self):
+            return "c"
+
+
+    class D:
+        def render(self):
+            return "d"
+    """
+
+INFER_USE_PY = """
+    import json
+
+
+    def buy(cart, order, view):
+        cart.add_item(1)  # one add_item in the corpus: confidence 1
+        order.checkout()  # two: 0.5 each
+        view.render()  # four: above the cap of 3, left unresolved
+        cart.items.append(2)  # a builtin type's method name: never inferred
+        json.dumps({})  # an import from outside the corpus: never inferred
+        return helper()  # a plain unknown name: nothing to infer from
+    """
+
+
+def inferred_calls(graphs: list[FileGraph], max_candidates: int) -> set[tuple[str, str, float]]:
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    links = resolve_refs(CORPUS, graphs, max_candidates)
+    assert all(r.type == "calls" for r in links.relations if r.inferred)
+    return {(names[r.source_id], names[r.target_id], r.confidence) for r in links.relations if r.inferred}
+
+
+def test_calls_on_receivers_of_unknown_type_are_inferred_by_method_name_with_a_confidence() -> None:
+    graphs, _ = build_graphs([python("shop/models.py", INFER_MODELS_PY), python("shop/use.py", INFER_USE_PY)])
+    assert inferred_calls(graphs, 3) == {
+        ("shop.use.buy", "shop.models.Cart.add_item", 1.0),
+        ("shop.use.buy", "shop.models.Cart.checkout", 0.5),
+        ("shop.use.buy", "shop.models.Order.checkout", 0.5),
+    }
+    # The cap is the config's: at 4 the renders are inferred too, at 0 nothing is.
+    assert {(s, t, c) for s, t, c in inferred_calls(graphs, 4) if t.endswith(".render")} == {
+        ("shop.use.buy", f"shop.models.{cls}.render", 0.25) for cls in "ABCD"
+    }
+    assert inferred_calls(graphs, 0) == set()
+    # Proven edges stay proven and carry no confidence; the guessed calls stay listed as unresolved.
+    links = resolve_refs(CORPUS, graphs, 3)
+    proven = [r for g in graphs for r in g.relations if r.type == "calls"] + [
+        r for r in links.relations if r.type == "calls" and not r.inferred
+    ]
+    assert all(r.confidence == 1.0 and not r.inferred for r in proven)
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    assert {(names[u.source_id], u.name, u.method) for u in links.unresolved} == {
+        ("shop.models.Order.checkout", "self.checkout_later", "checkout_later"),
+        ("shop.use.buy", "cart.add_item", "add_item"),
+        ("shop.use.buy", "order.checkout", "checkout"),
+        ("shop.use.buy", "view.render", "render"),
+        ("shop.use.buy", "cart.items.append", "append"),
+        ("shop.use.buy", "json.dumps", ""),
+        ("shop.use.buy", "helper", ""),
+    }
+
+
+def test_an_inferred_call_is_dropped_where_the_same_call_is_proven() -> None:
+    code = """
+        class Cart:
+            def add_item(self, item):
+                return item
+
+            def fill(self, other):
+                self.add_item(1)  # proven
+                other.add_item(2)  # the same pair, by name: not a second, weaker edge
+        """
+    graphs, _ = build_graphs([python("shop/cart.py", code)])
+    assert inferred_calls(graphs, 3) == set()
+    _, relations = readable(graphs)
+    assert ("function:shop.cart.Cart.fill", "calls", "function:shop.cart.Cart.add_item") in relations
 
 
 def test_sample_repo_links_callers_across_files() -> None:

@@ -32,6 +32,11 @@ from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, Entity, Relation, stable_id
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# Methods of builtin types: a call `x.get()` is far more often a dict's than a corpus method's.
+_BUILTIN_METHODS = frozenset(
+    name for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, object) for name in dir(kind)
+)
+DEFAULT_INFERRED_CANDIDATES = 3  # config.IndexerConfig.inferred_call_max_candidates
 _MAX_BINDING_HOPS = 16  # re-export chains longer than this are treated as unresolvable (and cycles)
 
 
@@ -80,6 +85,9 @@ class UnresolvedRef:
     source_id: str  # the entity making the reference
     name: str  # the reference as written: "helper", "obj.unknown", "np.mean", "super().run"
     kind: Literal["calls", "inherits"]
+    # `m` of a call `x.m()` whose receiver's type is unknown (a local, a parameter, an attribute):
+    # the corpus step may infer it by method name. "" for anything else (an external import, a base).
+    method: str = ""
 
 
 # --- symbolic targets: what a name refers to when only the whole corpus can tell -------------------
@@ -680,10 +688,22 @@ def link_ref(
             return
         target = None
     if target is None:
-        if kind != "references":
+        if kind == "calls":
+            graph.unresolved.append(UnresolvedRef(source_id, written, kind, _receiver_method(written)))
+        elif kind == "inherits":
             graph.unresolved.append(UnresolvedRef(source_id, written, kind))
         return
     graph.pending.append(PendingRef(source_id, target, kind, written))
+
+
+def _receiver_method(written: str) -> str:
+    """The method name of an unresolved call `x.m` / `a.b.m` / `Foo::m`; "" for a plain name or super()."""
+    if written.startswith("super"):
+        return ""  # super().m or super.m that found nothing: a base outside the corpus
+    for separator in (".", "::"):
+        if separator in written:
+            return written.rsplit(separator, 1)[1]
+    return ""
 
 
 def edges_to(
@@ -724,8 +744,16 @@ def resolve(corpus_id: str, graphs: list[FileGraph]) -> list[Relation]:
     return resolve_refs(corpus_id, graphs).relations
 
 
-def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
-    """Like `resolve`, also returning every reference that stays unresolved (for `references` storage)."""
+def resolve_refs(
+    corpus_id: str, graphs: list[FileGraph], max_inferred_candidates: int = DEFAULT_INFERRED_CANDIDATES
+) -> CorpusLinks:
+    """Like `resolve`, also returning every reference that stays unresolved (for `references` storage).
+
+    An unresolved call `x.m()` on a receiver of unknown type also gets inferred call edges to the
+    corpus's methods named `m` in the caller's language, if there are at most
+    `max_inferred_candidates` of them (0: no inference), each with confidence 1 / their number.
+    The reference stays listed as unresolved: the edges are a guess, not a proof.
+    """
     del corpus_id  # ids are already corpus-qualified; kept for a symmetric API
     index = _CorpusIndex(graphs)
     relations: list[Relation] = []
@@ -747,7 +775,44 @@ def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
             elif ref.kind != "references":
                 unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind))
         unresolved.extend(graph.unresolved)
+    inferred = infer_calls(graphs, unresolved, max_inferred_candidates)
+    proven = {(r.source_id, r.target_id) for g in graphs for r in g.relations if r.type == "calls"}
+    proven.update((r.source_id, r.target_id) for r in relations if r.type == "calls")
+    relations.extend(r for r in inferred if (r.source_id, r.target_id) not in proven)
     return CorpusLinks(list(dict.fromkeys(relations)), unresolved)
+
+
+def infer_calls(
+    graphs: list[FileGraph], unresolved: list[UnresolvedRef], max_candidates: int
+) -> list[Relation]:
+    """Call edges inferred by method name for unresolved `x.m()` calls (see `resolve_refs`).
+
+    A method name that builtin types define (`get`, `append`, `join`, ...) is left alone: most such
+    calls in Python are on dicts, lists and strings, and no corpus method is their target.
+    """
+    if max_candidates <= 0:
+        return []
+    methods: dict[tuple[str, str], set[str]] = {}  # (language, method name) -> function ids
+    language_of: dict[str, str] = {}
+    names = {e.entity_id: e.name for g in graphs for e in g.entities}
+    for graph in graphs:
+        language_of.update((e.entity_id, graph.language) for e in graph.entities)
+        for info in graph.classes.values():
+            for method_id in info.methods.values():
+                if method_id in names:  # keyed by the entity's own name (Go's merged impl keys differ)
+                    methods.setdefault((graph.language, names[method_id]), set()).add(method_id)
+    inferred: list[Relation] = []
+    for ref in unresolved:
+        if not ref.method or ref.method in _BUILTIN_METHODS:
+            continue
+        candidates = methods.get((language_of.get(ref.source_id, ""), ref.method), set()) - {ref.source_id}
+        if 0 < len(candidates) <= max_candidates:
+            confidence = 1.0 / len(candidates)
+            inferred.extend(
+                Relation(ref.source_id, target, "calls", inferred=True, confidence=confidence)
+                for target in sorted(candidates)
+            )
+    return inferred
 
 
 @dataclass(frozen=True, slots=True)
