@@ -285,8 +285,8 @@ EXPECTED: dict[str, Expected] = {
             ("contains", "store/store.Store", "store/store.Store.items"),
         },
         edges={
-            ("references", "store/store.New", "store/store.Store"),
-            ("references", "store/store.New", "store/store.Base"),
+            ("calls", "store/store.New", "store/store.Store"),  # &Store{...}: a composite literal
+            ("calls", "store/store.New", "store/store.Base"),  # Base{name: name}
             ("references", "store/store.Store.Put", "store/store.maxKeys"),
             ("calls", "cmd/main.main", "cmd/main.lookup"),
             ("calls", "cmd/main.main", "store/store.New"),
@@ -454,6 +454,8 @@ EXPECTED: dict[str, Expected] = {
             ("references", "src/lib.Counter", "src/util.Limits"),
             ("calls", "src/lib.Counter.bump", "src/util.clamp"),
             ("calls", "src/lib.Counter.new", "src/util.Limits.standard"),
+            ("calls", "src/lib.Counter.new", "src/lib.Counter"),  # Counter { .. }: a struct literal
+            ("calls", "src/util.Limits.standard", "src/util.Limits"),  # Limits { max: 10 }
             ("calls", "src/lib.Counter.tick", "src/lib.Counter.bump"),
             # self.tick() in the trait's default method: the one method named tick, by name
             ("calls inferred 1.00", "src/lib.Tick.tick_twice", "src/lib.Counter.tick"),
