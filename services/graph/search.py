@@ -379,12 +379,14 @@ async def graph_search(
     seed_score = {entity.entity_id: score for entity, score in seeds}
     known = {entity.entity_id: entity for entity, _ in seeds}
     seed_factor = DIRECTED_SEED_FACTOR if directional else 1.0
+    offered: dict[str, float] = {}  # seed id -> the score its own definition got
     for entity, score in seeds:
         weight = SEED_TYPE_WEIGHT.get(entity.type, 1.0)
+        offered[entity.entity_id] = score * weight * settings.hop_decay[0] * seed_factor
         offer(
             entity,
             _Best(
-                score * weight * settings.hop_decay[0] * seed_factor,
+                offered[entity.entity_id],
                 0,
                 entity.entity_id,
                 partial(_explain_seed, entity, seed_match(score)),
@@ -414,6 +416,10 @@ async def graph_search(
         same = communities.get(hit.entity.entity_id, -1) in seed_communities
         on_route = _route_inferred(hit, inferred)
         score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same, plan.asked, on_route)
+        if not directional:
+            # A plain name asks for that definition: a neighbour with many supporting paths (the
+            # callers of a much-constructed class) ties its seed at most, and ties go to fewer hops.
+            score = min(score, offered.get(hit.seed_id, score))
         match = seed_match(seed_score.get(hit.seed_id, 0.0))
         explain = partial(_explain_hit, hit, known, match, search=True, inferred=on_route)
         offer(hit.entity, _Best(score, hit.hops, hit.entity.entity_id, explain))
