@@ -8,13 +8,22 @@ temporary root so module names are real import names (click.core), then:
 * reference: a small resolver written here, independent of tribrid.indexing: calls of same-module
   functions and classes, `self.m()` / `cls.m()` / `super().m()` inside a class (inherited methods of
   corpus classes included), and names reached through `import x` / `from x import f` across corpus
-  modules (re-exports followed). Calling a class counts as calling its `__init__` (looked up through
-  the bases), or the class itself when no corpus class in its MRO defines one.
+  modules (re-exports followed), and decorators. Calling a class counts as calling the class and
+  its `__init__` (looked up through the bases) when a corpus class in its MRO defines one.
 * ours: walk_corpus + chunk_file + extract_file + resolve_corpus, keeping `calls` edges whose caller
   is a function or method.
 
 Both sides are compared as (caller qualified name, callee qualified name) pairs; precision, recall,
 counts and examples of each kind of disagreement are printed.
+
+That reference follows the same resolvable scope as the extractor, so it cannot see what the
+extractor leaves out. A second, name-based reference counts every call site: each call in a
+function (`f(...)`, `C(...)`, `raise E(...)`, `x.m(...)`, `a.b.m(...)`, a bare decorator) by the
+name called, where the corpus defines that name. A site is found when the caller has a call edge
+to a definition of that name. Proven and inferred edges are scored apart against it:
+
+* precision: the share of edges whose callee's name is one the caller calls;
+* site recall: the share of call sites found by proven edges, by inferred ones, and by either.
 """
 
 from __future__ import annotations
@@ -190,13 +199,15 @@ class Reference:
                 return ("def", found) if found is not None else None
         return None
 
-    def callee(self, target: tuple[str, str]) -> str | None:
+    def callee(self, target: tuple[str, str]) -> list[str]:
+        """What a call of the target runs: a function; a class and its `__init__` if any."""
         kind, qual = target
         if kind == "def":
-            return qual
+            return [qual]
         if kind == "class":
-            return self.method(qual, "__init__", False) or qual
-        return None
+            init = self.method(qual, "__init__", False)
+            return [qual, init] if init else [qual]
+        return []
 
     # calls
 
@@ -221,9 +232,14 @@ class Reference:
             self_name = positional[0].arg
         for stmt in node.body:
             for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
-                callee = self._call_target(module, call.func, cls, self_name, locals_)
-                if callee is not None:
-                    yield callee
+                yield from self._call_target(module, call.func, cls, self_name, locals_)
+        # Decorators run where the def is: a bare `@d` calls d, `@d(x)` calls d too.
+        for decorator in node.decorator_list:
+            called = [n.func for n in ast.walk(decorator) if isinstance(n, ast.Call)]
+            if not isinstance(decorator, ast.Call):
+                called.append(decorator)
+            for func in called:
+                yield from self._call_target(module, func, None, None, set())
 
     def _local_imports(
         self, module: RefModule, node: ast.FunctionDef | ast.AsyncFunctionDef
@@ -243,22 +259,26 @@ class Reference:
 
     def _call_target(
         self, module: RefModule, func: ast.expr, cls: str | None, self_name: str | None, locals_: set[str]
-    ) -> str | None:
+    ) -> list[str]:
         if isinstance(func, ast.Name) and cls is not None and func.id == self_name == "cls":
             return self.callee(("class", cls))  # cls(...) in a classmethod constructs the class
         if isinstance(func, ast.Attribute) and cls is not None:
             value = func.value
             if isinstance(value, ast.Name) and value.id == self_name:
-                return self.method(cls, func.attr, False)
+                return _listed(self.method(cls, func.attr, False))
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
-                return self.method(cls, func.attr, True)
+                return _listed(self.method(cls, func.attr, True))
         head = func
         while isinstance(head, ast.Attribute):
             head = head.value
         if not isinstance(head, ast.Name) or head.id in locals_:
-            return None
+            return []
         target = self.expr(module, func)
-        return self.callee(target) if target is not None else None
+        return self.callee(target) if target is not None else []
+
+
+def _listed(qualified: str | None) -> list[str]:
+    return [qualified] if qualified else []
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -305,10 +325,74 @@ def _local_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names - global_names
 
 
+# --- the name-based reference ------------------------------------------------------------------
+
+
+def call_sites(root: Path) -> tuple[set[Pair], dict[str, set[str]]]:
+    """(caller, name called) for every call site whose name the corpus defines, and each name's
+    definitions (qualified names: functions, methods, classes and the `__init__` they run)."""
+    reference = Reference(root)
+    defined: dict[str, set[str]] = {}
+    for qual in reference.functions:
+        defined.setdefault(qual.rsplit(".", 1)[-1], set()).add(qual)
+    for qual in reference.classes:
+        init = reference.method(qual, "__init__", False)
+        defined.setdefault(qual.rsplit(".", 1)[-1], set()).update({qual, init} if init else {qual})
+    sites: set[Pair] = set()
+    for module in reference.modules.values():
+        for caller, node, _cls in _functions(module.tree.body, module.name, None):
+            called = [n.func for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+            called += [n.func for d in node.decorator_list for n in ast.walk(d) if isinstance(n, ast.Call)]
+            called += [d for d in node.decorator_list if not isinstance(d, ast.Call)]
+            for func in called:
+                name = (
+                    func.id
+                    if isinstance(func, ast.Name)
+                    else func.attr
+                    if isinstance(func, ast.Attribute)
+                    else ""
+                )
+                if name in defined:
+                    sites.add((caller, name))
+    return sites, defined
+
+
+@dataclass(frozen=True)
+class NameScore:
+    """Proven and inferred call edges against every call site by name."""
+
+    name: str
+    sites: set[Pair]  # (caller, name called)
+    defined: dict[str, set[str]]  # name -> its definitions
+    proven: set[Pair]
+    inferred: set[Pair]
+
+    def precision(self, edges: set[Pair]) -> float:
+        agreed = [e for e in edges if any((e[0], name) in self.sites for name in _called_as(e[1]))]
+        return len(agreed) / len(edges) if edges else 1.0
+
+    def found(self, edges: set[Pair]) -> set[Pair]:
+        return {(caller, name) for caller, callee in edges for name in _called_as(callee)} & self.sites
+
+    def recall(self, edges: set[Pair]) -> float:
+        return len(self.found(edges)) / len(self.sites) if self.sites else 1.0
+
+
+def _called_as(qualified: str) -> tuple[str, ...]:
+    """The names a callee is called by: its own, and `Cls` for `pkg.Cls.__init__` (`Cls(...)`)."""
+    parts = qualified.split(".")
+    return (parts[-1], parts[-2]) if parts[-1] == "__init__" and len(parts) > 1 else (parts[-1],)
+
+
 # --- ours ---------------------------------------------------------------------------------------
 
 
 def ours(root: Path) -> set[Pair]:
+    return ours_split(root)[0]
+
+
+def ours_split(root: Path) -> tuple[set[Pair], set[Pair]]:
+    """Our proven and inferred call edges (an inferred pair that is also proven counts as proven)."""
     cfg = IndexerConfig()
     graphs = []
     for item in walk_corpus(root, cfg):
@@ -318,11 +402,13 @@ def ours(root: Path) -> set[Pair]:
                 graphs.append(graph)
     entities = {e.entity_id: e for g in graphs for e in g.entities}
     relations = [r for g in graphs for r in g.relations] + resolve_corpus("bench", graphs).relations
-    return {
-        (entities[r.source_id].qualified_name, entities[r.target_id].qualified_name)
-        for r in relations
-        if r.type == "calls" and entities[r.source_id].type == "function"
-    }
+    found: dict[bool, set[Pair]] = {False: set(), True: set()}
+    for r in relations:
+        if r.type == "calls" and entities[r.source_id].type == "function":
+            found[r.inferred].add(
+                (entities[r.source_id].qualified_name, entities[r.target_id].qualified_name)
+            )
+    return found[False], found[True] - found[False]
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -347,11 +433,37 @@ class Score:
         return len(self.agreed) / len(self.reference) if self.reference else 1.0
 
 
-def measure(package: Path) -> Score:
+def measure(package: Path) -> tuple[Score, NameScore]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         shutil.copytree(package, root / package.name, ignore=shutil.ignore_patterns("__pycache__"))
-        return Score(package.name, Reference(root).pairs(), ours(root))
+        proven, inferred = ours_split(root)
+        sites, defined = call_sites(root)
+        return (
+            Score(package.name, Reference(root).pairs(), proven),
+            NameScore(package.name, sites, defined, proven, inferred),
+        )
+
+
+def report_by_name(score: NameScore) -> str:
+    both = score.proven | score.inferred
+    missed = sorted(score.sites - score.found(both))
+    return "\n".join(
+        [
+            f"-- {score.name}: every call site by name ({len(score.sites)} sites)",
+            f"proven:   edges {len(score.proven):5d}  precision {score.precision(score.proven):.3f}  "
+            f"site recall {score.recall(score.proven):.3f}",
+            f"inferred: edges {len(score.inferred):5d}  precision {score.precision(score.inferred):.3f}  "
+            f"site recall {score.recall(score.inferred):.3f}",
+            f"both:     edges {len(both):5d}  precision {score.precision(both):.3f}  "
+            f"site recall {score.recall(both):.3f}",
+            f"sites found by no edge ({len(missed)}):",
+            *(
+                f"  {caller} -> {name} ({len(score.defined[name])} definitions)"
+                for caller, name in missed[:EXAMPLES]
+            ),
+        ]
+    )
 
 
 def report(score: Score) -> str:
@@ -382,7 +494,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     paths: list[Path] = args.paths or [_default_path()]
     for path in paths:
-        print(report(measure(path.resolve())))
+        scoped, by_name = measure(path.resolve())
+        print(report(scoped))
+        print(report_by_name(by_name))
 
 
 if __name__ == "__main__":

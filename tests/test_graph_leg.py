@@ -4,6 +4,7 @@ the extra GraphSearch RPCs and communities."""
 from __future__ import annotations
 
 import itertools
+import math
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -227,6 +228,76 @@ async def test_provenance_is_filled(stack: Stack, fixture_corpus: str) -> None:
     assert (explain.graph.hops, explain.graph.supporting_paths, explain.graph.seed_match) == (2, 1, "exact")
     seed = matches[names(matches).index("checkout")].explain[0].graph
     assert (seed.hops, list(seed.path), seed.seed_match) == (0, ["app.checkout"], "exact")
+
+
+async def test_inferred_calls_rank_below_proven_ones_and_say_so(stack: Stack) -> None:
+    """Callers and callees: proven calls first, then calls inferred by method name, weighed
+    INFERRED_CALL_WEIGHT x confidence, with the confidence in the match's detail."""
+    corpus_id = f"ginf-{uuid.uuid4().hex[:10]}"
+    edges = [
+        Relation("caller", "checkout", "calls"),
+        Relation("guesser", "checkout", "calls", inferred=True, confidence=0.5),
+        Relation("checkout", "total", "calls"),
+        Relation("checkout", "maybe_total", "calls", inferred=True, confidence=1.0),
+    ]
+    entity_names = ["caller", "checkout", "guesser", "maybe_total", "total"]
+    chunks = [
+        StoredChunk(f"chunk-{n}", f"app/{n}.py", "python", f"app.{n}", f"def {n}(): pass")
+        for n in entity_names
+    ]
+    await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
+    store = stack.resources.graph()
+    graph = graph_key(corpus_id, GENERATION)
+    await store.ensure_schema(graph)
+    await store.upsert_entities(graph, [ent(corpus_id, n) for n in entity_names])
+    await store.upsert_relations(graph, edges)
+    try:
+        callers = await graph_search(stack, corpus_id, "who calls checkout", max_hops=1)
+        assert names(callers) == ["caller", "checkout", "guesser"]
+        # hop decay 0.8 x calls 1.0, then x 0.8 x 0.5 for the inferred one; the seed 0.5
+        assert [round(m.score, 4) for m in callers] == [0.8, 0.5, 0.32]
+        assert callers[2].explain[0].detail.endswith("via=calls paths=1 inferred=0.50")
+        assert "inferred" not in callers[0].explain[0].detail
+        callees = await graph_search(stack, corpus_id, "what does checkout call", max_hops=1)
+        assert names(callees) == ["total", "maybe_total", "checkout"]
+        assert [round(m.score, 4) for m in callees] == [0.8, 0.64, 0.5]
+        assert callees[1].explain[0].detail.endswith("inferred=1.00")
+    finally:
+        await store.delete_corpus(graph)
+        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+
+
+async def test_a_plain_name_ranks_its_definition_above_a_neighbour_with_many_paths(stack: Stack) -> None:
+    """`user` calls `widget` and 13 `widget_*` seeds: 14 shortest paths lift it past its seed
+    (0.8 x (1 + 0.1 ln 14) = 1.011); for a plain name it ties the seed at most, and the seed wins."""
+    corpus_id = f"gcap-{uuid.uuid4().hex[:10]}"
+    prefixed = [f"widget_{letter}" for letter in "abcdefghijklm"]
+    entity_names = ["widget", "user", *prefixed]
+    chunks = [
+        StoredChunk(f"chunk-{n}", f"app/{n}.py", "python", f"app.{n}", f"def {n}(): pass")
+        for n in entity_names
+    ]
+    await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
+    store = stack.resources.graph()
+    graph = graph_key(corpus_id, GENERATION)
+    await store.ensure_schema(graph)
+    await store.upsert_entities(graph, [ent(corpus_id, n) for n in entity_names])
+    await store.upsert_relations(
+        graph, [Relation("user", target, "calls") for target in ["widget", *prefixed]]
+    )
+    try:
+        plain = await graph_search(stack, corpus_id, "widget", max_hops=1)
+        assert names(plain)[:2] == ["widget", "user"]
+        assert plain[0].score == pytest.approx(1.0)
+        assert plain[1].score == pytest.approx(1.0)  # capped at its seed's score
+        assert plain[1].explain[0].graph.supporting_paths == 14
+        # "who calls widget" wants the callers: no cap there
+        callers = await graph_search(stack, corpus_id, "who calls widget", max_hops=1)
+        assert names(callers)[0] == "user"
+        assert callers[0].score == pytest.approx(0.8 * (1 + 0.1 * math.log(14)))
+    finally:
+        await store.delete_corpus(graph)
+        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 async def test_entity_types_restrict_seeds(stack: Stack, fixture_corpus: str) -> None:

@@ -707,7 +707,7 @@ def test_exact_entities_and_relations_of_a_two_module_package() -> None:
     # obj.unknown() links nowhere and is reported instead.
     app_run = next(e for g in graphs for e in g.entities if e.qualified_name == "pkg.app.App.run")
     assert resolve_refs(CORPUS, graphs).unresolved == [
-        UnresolvedRef(app_run.entity_id, "obj.unknown", "calls")
+        UnresolvedRef(app_run.entity_id, "obj.unknown", "calls", method="unknown")
     ]
     # Each definition points at the chunk holding its first line.
     chunk_by_id = {c.chunk_id: c for file_chunks in chunks.values() for c in file_chunks}
@@ -766,10 +766,12 @@ def test_resolution_is_precise_about_locals_constructors_super_and_reexports() -
     assert edges == {
         ("module:lib", "imports", "module:lib.engine"),
         ("module:app.main", "imports", "module:lib"),
-        ("function:lib.engine.Engine.make", "calls", "function:lib.engine.Engine.__init__"),  # cls(...)
+        ("function:lib.engine.Engine.make", "calls", "class:lib.engine.Engine"),  # cls(...)
+        ("function:lib.engine.Engine.make", "calls", "function:lib.engine.Engine.__init__"),
         ("class:app.main.Turbo", "inherits", "class:lib.engine.Engine"),  # through the package re-export
         ("function:app.main.Turbo.__init__", "calls", "function:lib.engine.Engine.__init__"),  # super()
         ("function:app.main.main", "calls", "function:lib.engine.Engine.make"),
+        ("function:app.main.main", "calls", "class:app.main.Turbo"),  # Turbo()
         ("function:app.main.main", "calls", "function:app.main.Turbo.__init__"),
     }
     assert ("function:lib.engine.Engine.make", "references", "function:lib.engine.start") in relations
@@ -780,6 +782,173 @@ def test_resolution_is_precise_about_locals_constructors_super_and_reexports() -
         ("app.main.Turbo.__init__", "self.speed.set"),
         ("app.main.main", "items.start"),
     }
+
+
+def test_instantiation_raise_and_decorators_are_calls_of_the_class_its_init_and_the_decorator() -> None:
+    files = [
+        python(
+            "kit/errors.py",
+            """
+            class KitError(Exception):
+                def __init__(self, message):
+                    super().__init__(message)
+
+
+            class Plain(KitError):
+                pass
+            """,
+        ),
+        python(
+            "kit/deco.py",
+            """
+            def register(fn):
+                return fn
+
+
+            def options(**kw):
+                return register
+            """,
+        ),
+        python(
+            "kit/use.py",
+            """
+            from kit import deco
+            from kit.deco import register, options
+            from kit.errors import KitError, Plain
+
+
+            @register
+            class Widget:
+                @deco.register
+                def draw(self):
+                    raise KitError("no")
+
+                @options(size=1)
+                def size(self):
+                    raise Plain("inherited __init__")
+
+
+            def build():
+                return Widget()
+            """,
+        ),
+    ]
+    graphs, _ = build_graphs(files)
+    _, relations = readable(graphs)
+    calls = {r for r in relations if r[1] == "calls"}
+    assert calls == {
+        ("class:kit.use.Widget", "calls", "function:kit.deco.register"),  # @register on a class
+        ("function:kit.use.Widget.draw", "calls", "function:kit.deco.register"),  # @deco.register
+        ("function:kit.use.Widget.draw", "calls", "class:kit.errors.KitError"),  # raise KitError(...)
+        ("function:kit.use.Widget.draw", "calls", "function:kit.errors.KitError.__init__"),
+        ("function:kit.use.Widget.size", "calls", "function:kit.deco.options"),  # @options(size=1)
+        ("function:kit.use.Widget.size", "calls", "class:kit.errors.Plain"),
+        ("function:kit.use.Widget.size", "calls", "function:kit.errors.KitError.__init__"),  # inherited
+        ("function:kit.use.build", "calls", "class:kit.use.Widget"),  # no __init__: the class alone
+    }
+    # A bare decorator is a call, so it is not also a plain read.
+    assert ("class:kit.use.Widget", "references", "function:kit.deco.register") not in relations
+
+
+INFER_MODELS_PY = """
+    class Cart:
+        def add_item(self, item):
+            return item
+
+        def checkout(self):
+            return 1
+
+
+    class Order:
+        def checkout(self):
+            return self.checkout_later()
+
+
+    class A:
+        def render(self):
+            return "a"
+
+
+    class B:
+        def render(self):
+            return "b"
+
+
+    class C:
+        def render(self):
+            return "c"
+
+
+    class D:
+        def render(self):
+            return "d"
+    """
+
+INFER_USE_PY = """
+    import json
+
+
+    def buy(cart, order, view):
+        cart.add_item(1)  # one add_item in the corpus: confidence 1
+        order.checkout()  # two: 0.5 each
+        view.render()  # four: above the cap of 3, left unresolved
+        cart.items.append(2)  # a builtin type's method name: never inferred
+        json.dumps({})  # an import from outside the corpus: never inferred
+        return helper()  # a plain unknown name: nothing to infer from
+    """
+
+
+def inferred_calls(graphs: list[FileGraph], max_candidates: int) -> set[tuple[str, str, float]]:
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    links = resolve_refs(CORPUS, graphs, max_candidates)
+    assert all(r.type == "calls" for r in links.relations if r.inferred)
+    return {(names[r.source_id], names[r.target_id], r.confidence) for r in links.relations if r.inferred}
+
+
+def test_calls_on_receivers_of_unknown_type_are_inferred_by_method_name_with_a_confidence() -> None:
+    graphs, _ = build_graphs([python("shop/models.py", INFER_MODELS_PY), python("shop/use.py", INFER_USE_PY)])
+    assert inferred_calls(graphs, 3) == {
+        ("shop.use.buy", "shop.models.Cart.add_item", 1.0),
+        ("shop.use.buy", "shop.models.Cart.checkout", 0.5),
+        ("shop.use.buy", "shop.models.Order.checkout", 0.5),
+    }
+    # The cap is the config's: at 4 the renders are inferred too, at 0 nothing is.
+    assert {(s, t, c) for s, t, c in inferred_calls(graphs, 4) if t.endswith(".render")} == {
+        ("shop.use.buy", f"shop.models.{cls}.render", 0.25) for cls in "ABCD"
+    }
+    assert inferred_calls(graphs, 0) == set()
+    # Proven edges stay proven and carry no confidence; the guessed calls stay listed as unresolved.
+    links = resolve_refs(CORPUS, graphs, 3)
+    proven = [r for g in graphs for r in g.relations if r.type == "calls"] + [
+        r for r in links.relations if r.type == "calls" and not r.inferred
+    ]
+    assert all(r.confidence == 1.0 and not r.inferred for r in proven)
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    assert {(names[u.source_id], u.name, u.method) for u in links.unresolved} == {
+        ("shop.models.Order.checkout", "self.checkout_later", "checkout_later"),
+        ("shop.use.buy", "cart.add_item", "add_item"),
+        ("shop.use.buy", "order.checkout", "checkout"),
+        ("shop.use.buy", "view.render", "render"),
+        ("shop.use.buy", "cart.items.append", "append"),
+        ("shop.use.buy", "json.dumps", ""),
+        ("shop.use.buy", "helper", ""),
+    }
+
+
+def test_an_inferred_call_is_dropped_where_the_same_call_is_proven() -> None:
+    code = """
+        class Cart:
+            def add_item(self, item):
+                return item
+
+            def fill(self, other):
+                self.add_item(1)  # proven
+                other.add_item(2)  # the same pair, by name: not a second, weaker edge
+        """
+    graphs, _ = build_graphs([python("shop/cart.py", code)])
+    assert inferred_calls(graphs, 3) == set()
+    _, relations = readable(graphs)
+    assert ("function:shop.cart.Cart.fill", "calls", "function:shop.cart.Cart.add_item") in relations
 
 
 def test_sample_repo_links_callers_across_files() -> None:

@@ -53,3 +53,7 @@ class Relation:
     source_id: str
     target_id: str
     type: str  # one of config.RELATIONSHIP_TYPES
+    # A call inferred by method name (`x.m()` on a receiver of unknown type), not proven by the
+    # bindings: confidence is 1 / the number of same-named methods it could be. Proven edges: 1.0.
+    inferred: bool = False
+    confidence: float = 1.0

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 
 import asyncpg
 
@@ -44,6 +45,9 @@ MIN_TERM_LEN = 3
 SEED_TYPE_WEIGHT = {"function": 1.0, "class": 1.0, "module": 0.9, "variable": 0.8, "import": 0.5}
 # How strongly a relationship ties two pieces of code together; a path is worth the product.
 RELATIONSHIP_WEIGHT = {"calls": 1.0, "inherits": 0.9, "references": 0.7, "imports": 0.6, "contains": 0.5}
+# A call inferred by method name weighs this much times its confidence (1 / candidates): below a
+# proven call even when the name has a single candidate, since the receiver may be a library's.
+INFERRED_CALL_WEIGHT = 0.8
 # In "who calls X" the answer is the callers, not X: X's own definition ranks below them.
 DIRECTED_SEED_FACTOR = 0.5
 # Relation types a directional question follows (unless the request names its own).
@@ -194,8 +198,12 @@ def hit_score(
     settings: GraphSettings,
     same_community: bool,
     asked: Sequence[str] = (),
+    inferred: Sequence[float] = (),
 ) -> float:
+    """`inferred`: the confidences of the inferred calls on the hit's route."""
     score = seed_score * settings.hop_decay[hit.hops] * path_weight(hit.relationship_types, asked)
+    for confidence in inferred:
+        score *= INFERRED_CALL_WEIGHT * confidence
     score *= 1.0 + settings.path_bonus * math.log(max(hit.supporting_paths, 1))
     if same_community:
         score *= 1.0 + settings.community_boost
@@ -214,6 +222,31 @@ def _provenance(hit: TraversalHit, known: dict[str, Entity], match: str) -> comm
     )
 
 
+def _call_steps(hit: TraversalHit) -> Iterator[tuple[str, str]]:
+    """The (one end, other end) pairs of the `calls` steps on a hit's route, as walked."""
+    for (before, after), rel_type in zip(pairwise(hit.path), hit.relationship_types, strict=True):
+        if rel_type == "calls":
+            yield before, after
+
+
+async def _inferred_on_routes(
+    store: GraphReader, key: str, hits: Sequence[TraversalHit]
+) -> dict[tuple[str, str], float]:
+    """Confidence of each inferred call on the hits' routes (a step may follow the edge backwards)."""
+    pairs = {pair for hit in hits for step in _call_steps(hit) for pair in (step, step[::-1])}
+    return await store.inferred_calls(key, sorted(pairs)) if pairs else {}
+
+
+def _route_inferred(hit: TraversalHit, inferred: dict[tuple[str, str], float]) -> tuple[float, ...]:
+    """The confidences of the inferred calls on this hit's route, in route order."""
+    found = []
+    for before, after in _call_steps(hit):
+        confidence = inferred.get((before, after), inferred.get((after, before)))
+        if confidence is not None:
+            found.append(confidence)
+    return tuple(found)
+
+
 async def _names(
     store: GraphReader, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]
 ) -> None:
@@ -226,14 +259,22 @@ async def _names(
 
 
 def _explain_hit(
-    hit: TraversalHit, known: dict[str, Entity], match: str, *, search: bool
+    hit: TraversalHit,
+    known: dict[str, Entity],
+    match: str,
+    *,
+    search: bool,
+    inferred: Sequence[float] = (),
 ) -> tuple[str, common_pb2.GraphProvenance]:
-    """A traversal hit's detail and provenance: from a search's seed, or an expanded chunk."""
+    """A traversal hit's detail and provenance: from a search's seed, or an expanded chunk. A
+    route through calls inferred by method name says so, with their confidences."""
     seed, via = known[hit.seed_id].qualified_name, ",".join(hit.relationship_types)
     if search:
         detail = f"seed={seed} hops={hit.hops} via={via} paths={hit.supporting_paths}"
     else:
         detail = f"from={seed} hops={hit.hops} via={via}"
+    if inferred:
+        detail += " inferred=" + ",".join(f"{c:.2f}" for c in inferred)
     return detail, _provenance(hit, known, match)
 
 
@@ -338,12 +379,14 @@ async def graph_search(
     seed_score = {entity.entity_id: score for entity, score in seeds}
     known = {entity.entity_id: entity for entity, _ in seeds}
     seed_factor = DIRECTED_SEED_FACTOR if directional else 1.0
+    offered: dict[str, float] = {}  # seed id -> the score its own definition got
     for entity, score in seeds:
         weight = SEED_TYPE_WEIGHT.get(entity.type, 1.0)
+        offered[entity.entity_id] = score * weight * settings.hop_decay[0] * seed_factor
         offer(
             entity,
             _Best(
-                score * weight * settings.hop_decay[0] * seed_factor,
+                offered[entity.entity_id],
                 0,
                 entity.entity_id,
                 partial(_explain_seed, entity, seed_match(score)),
@@ -368,11 +411,17 @@ async def graph_search(
     if settings.community_boost > 0 and hits:
         communities = await store.community_of(key, [*seed_score, *(h.entity.entity_id for h in hits)])
     seed_communities = {communities[s] for s in seed_score if s in communities}
+    inferred = await _inferred_on_routes(store, key, hits)
     for hit in hits:
         same = communities.get(hit.entity.entity_id, -1) in seed_communities
-        score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same, plan.asked)
+        on_route = _route_inferred(hit, inferred)
+        score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same, plan.asked, on_route)
+        if not directional:
+            # A plain name asks for that definition: a neighbour with many supporting paths (the
+            # callers of a much-constructed class) ties its seed at most, and ties go to fewer hops.
+            score = min(score, offered.get(hit.seed_id, score))
         match = seed_match(seed_score.get(hit.seed_id, 0.0))
-        explain = partial(_explain_hit, hit, known, match, search=True)
+        explain = partial(_explain_hit, hit, known, match, search=True, inferred=on_route)
         offer(hit.entity, _Best(score, hit.hops, hit.entity.entity_id, explain))
 
     return await _ranked_result(pool, params, best)
@@ -444,12 +493,13 @@ async def expand_context(
     known = {e.entity_id: e for e in starts}
     await _names(store, key, hits, known)
     best: dict[str, _Best] = {}
+    inferred = await _inferred_on_routes(store, key, hits)
     for hit in hits:
         cid = hit.entity.chunk_id
         if not cid or cid in inputs:
             continue
-        explain = partial(_explain_hit, hit, known, "exact", search=False)
-        _offer(
-            best, cid, _Best(hit_score(hit, 1.0, settings, False), hit.hops, hit.entity.entity_id, explain)
-        )
+        on_route = _route_inferred(hit, inferred)
+        explain = partial(_explain_hit, hit, known, "exact", search=False, inferred=on_route)
+        score = hit_score(hit, 1.0, settings, False, inferred=on_route)
+        _offer(best, cid, _Best(score, hit.hops, hit.entity.entity_id, explain))
     return _result(await _top_chunks(pool, corpus_id, best, top_k), best)

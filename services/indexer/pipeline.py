@@ -69,7 +69,9 @@ log = logging.getLogger(__name__)
 #      jieba, Japanese as character bigrams. Flipping sparse.fold_accents also needs a full
 #      re-index: it is not part of this number.
 #   4: documents chunked within 48..128 estimated tokens (was 80..224).
-INDEX_FORMAT = 4
+#   5: calling a class also calls the class, bare decorators are calls, and inferred call edges
+#      (by method name, with a confidence) for calls on receivers of unknown type.
+INDEX_FORMAT = 5
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -205,9 +207,11 @@ def _parse_file(corpus_id: str, source: SourceFile, cfg: TriBridConfig) -> _File
 MAX_UNRESOLVED_PER_ENTITY = 64
 
 
-def _graph_of(corpus_id: str, parsed: _Parsed) -> tuple[list[Entity], list[Relation], int]:
+def _graph_of(
+    corpus_id: str, parsed: _Parsed, max_inferred_candidates: int
+) -> tuple[list[Entity], list[Relation], int]:
     """Every entity (with its unresolved references), every relation, and the unresolved count."""
-    links = resolve_corpus(corpus_id, parsed.graphs)
+    links = resolve_corpus(corpus_id, parsed.graphs, max_inferred_candidates)
     relations = [r for g in parsed.graphs for r in g.relations] + links.relations
     unresolved: defaultdict[str, set[str]] = defaultdict(set)
     for ref in links.unresolved:
@@ -381,7 +385,9 @@ class IndexPipeline:
 
         yield counts.event("graph")
         with counts.timed("graph"):
-            entities, relations, counts.unresolved_references = _graph_of(corpus_id, parsed)
+            entities, relations, counts.unresolved_references = _graph_of(
+                corpus_id, parsed, self._cfg.indexer.inferred_call_max_candidates
+            )
             await write_next_generation(
                 self._graph,
                 GraphChange(

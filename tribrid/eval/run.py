@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
-from tribrid.eval import build_sets, doc_sets
+from tribrid.eval import build_sets, doc_sets, unseen_sets
 from tribrid.eval.metrics import (
     METRIC_LABELS,
     METRIC_NAMES,
@@ -52,7 +52,13 @@ RESULTS_DIR = REPO_ROOT / "evals" / "results"
 GATEWAY = "fusion"
 # What the eval asks: every leg on its own, then the gateway.
 SEARCHED = (*LEG_NAMES, GATEWAY)
-SET_NAMES = ("docstring", "structural", "identifier", *doc_sets.DOC_SET_CORPUS)
+SET_NAMES = (
+    "docstring",
+    "structural",
+    "identifier",
+    *doc_sets.DOC_SET_CORPUS,
+    *(f"unseen-{library}" for library in unseen_sets.LIBRARIES),
+)
 console = Console(width=max(Console().width, 130))
 
 SearchFn = Callable[[common_pb2.SearchRequest], Awaitable[list[common_pb2.ChunkMatch]]]
@@ -326,6 +332,9 @@ def main() -> None:
     parser.add_argument("--legs", nargs="+", choices=SEARCHED, default=list(SEARCHED))
     parser.add_argument("--sets-dir", type=Path, default=build_sets.SETS_DIR)
     parser.add_argument("--work-dir", type=Path, default=build_sets.WORK_DIR, help="where the corpora live")
+    parser.add_argument(
+        "--unseen-dir", type=Path, default=unseen_sets.WORK_DIR, help="where the unseen-library corpora live"
+    )
     parser.add_argument("--top-k", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=4, help="queries in flight per leg")
     parser.add_argument("--timeout", type=float, default=30.0, help="per-query deadline, seconds")
@@ -335,8 +344,10 @@ def main() -> None:
 
     cfg = load_config()
     sets = load_sets(args.sets_dir, args.sets)
-    corpora = build_sets.corpus_dirs(args.work_dir) | doc_sets.corpus_dirs(args.work_dir)
     needed = {corpus for corpus, _ in sets.values()}
+    corpora = build_sets.corpus_dirs(args.work_dir) | doc_sets.corpus_dirs(args.work_dir)
+    if any(corpus.startswith("unseen-") for corpus in needed):
+        corpora |= unseen_sets.corpus_dirs(args.unseen_dir)
     if not args.no_index:
         asyncio.run(ensure_indexed(cfg, {c: p for c, p in corpora.items() if c in needed}))
     started = time.monotonic()

@@ -136,6 +136,13 @@ class GraphReader(Protocol):
         """Community of each of these entities that has one stored (>= 0)."""
         ...
 
+    async def inferred_calls(
+        self, corpus_id: str, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], float]:
+        """(caller id, callee id) -> confidence, for the `calls` edges among these pairs that were
+        inferred by method name (proven edges are left out)."""
+        ...
+
 
 @runtime_checkable
 class GraphStore(GraphReader, Protocol):

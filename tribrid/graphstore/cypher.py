@@ -94,7 +94,17 @@ RETURN type(r) AS type, count(*) AS n
 
 ALL_RELATIONS = """
 MATCH (a:Entity {corpus_id: $corpus_id})-[r]->(b:Entity {corpus_id: $corpus_id})
-RETURN a.id AS source, type(r) AS label, b.id AS target
+RETURN a.id AS source, type(r) AS label, b.id AS target, r.confidence AS confidence
+"""
+
+# Only inferred calls carry `inferred` and `confidence`: proven edges stay property-free.
+INFERRED_CALLS = """
+UNWIND $pairs AS pair
+MATCH (a:Entity {corpus_id: $corpus_id, id: pair[0]})
+WITH a, pair
+MATCH (a)-[r:CALLS]->(b:Entity {corpus_id: $corpus_id, id: pair[1]})
+WHERE r.inferred = true
+RETURN a.id AS source, b.id AS target, r.confidence AS confidence
 """
 
 # After a native whole-graph copy, nodes still carry the source key.
@@ -172,13 +182,14 @@ def _labels(rel_types: list[str]) -> str:
     return "|".join(REL_LABELS[rel_type] for rel_type in rel_types)
 
 
-def upsert_relations(rel_type: str) -> str:
-    """MERGE relations of one type; rows are {source, target}."""
+def upsert_relations(rel_type: str, inferred: bool = False) -> str:
+    """MERGE relations of one type; rows are {source, target}, plus confidence for inferred ones."""
+    marks = " SET r.inferred = true, r.confidence = row.confidence" if inferred else ""
     return f"""
 UNWIND $rows AS row
 MATCH (a:Entity {{corpus_id: $corpus_id, id: row.source}})
 MATCH (b:Entity {{corpus_id: $corpus_id, id: row.target}})
-MERGE (a)-[:{_labels([rel_type])}]->(b)
+MERGE (a)-[r:{_labels([rel_type])}]->(b){marks}
 RETURN count(*) AS written
 """
 

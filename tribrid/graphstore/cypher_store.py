@@ -127,11 +127,16 @@ class CypherGraphStore(ABC):
         await self._ensure_schema_once(corpus_id)
         written = 0
         for rel_type in RELATIONSHIP_TYPES:  # one query per label: Cypher can't parameterize it
-            rows = [{"source": r.source_id, "target": r.target_id} for r in relations if r.type == rel_type]
-            query = cypher.upsert_relations(rel_type)
-            for batch in batches(rows, self._batch_size):
-                result = await self._write(corpus_id, query, rows=list(batch))
-                written += int(result[0]["written"]) if result else 0
+            for inferred in (False, True):
+                rows = [
+                    {"source": r.source_id, "target": r.target_id, "confidence": r.confidence}
+                    for r in relations
+                    if r.type == rel_type and r.inferred == inferred
+                ]
+                query = cypher.upsert_relations(rel_type, inferred)
+                for batch in batches(rows, self._batch_size):
+                    result = await self._write(corpus_id, query, rows=list(batch))
+                    written += int(result[0]["written"]) if result else 0
         return written
 
     async def delete_relations(self, corpus_id: str, relations: Sequence[Relation]) -> int:
@@ -419,11 +424,27 @@ class CypherGraphStore(ABC):
     async def all_relations(self, corpus_id: str) -> list[Relation]:
         check_corpus_id(corpus_id)
         relations = [
-            Relation(str(row["source"]), str(row["target"]), cypher.REL_TYPES_BY_LABEL[str(row["label"])])
+            Relation(
+                str(row["source"]),
+                str(row["target"]),
+                cypher.REL_TYPES_BY_LABEL[str(row["label"])],
+                inferred=row["confidence"] is not None,
+                confidence=1.0 if row["confidence"] is None else float(row["confidence"]),
+            )
             for row in await self._read(corpus_id, cypher.ALL_RELATIONS)
             if str(row["label"]) in cypher.REL_TYPES_BY_LABEL
         ]
         return sorted(relations, key=lambda r: (r.source_id, r.type, r.target_id))
+
+    async def inferred_calls(
+        self, corpus_id: str, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], float]:
+        check_corpus_id(corpus_id)
+        wanted = sorted({(str(a), str(b)) for a, b in pairs})
+        if not wanted:
+            return {}
+        rows = await self._read(corpus_id, cypher.INFERRED_CALLS, pairs=[list(p) for p in wanted])
+        return {(str(row["source"]), str(row["target"])): float(row["confidence"]) for row in rows}
 
     async def counts(self, corpus_id: str) -> dict[str, int]:
         check_corpus_id(corpus_id)

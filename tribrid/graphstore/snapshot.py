@@ -83,6 +83,7 @@ class GraphSnapshot(GraphReader):
         self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
         self._out: _Edges = {}
         self._in: _Edges = {}
+        self._inferred: dict[tuple[str, str], float] = {}  # inferred calls: (caller, callee) -> confidence
         # requests choose the kind of walk (31 type sets x 3 directions): the most recently used kept
         self._walks: LRUCache[tuple[tuple[str, ...], Direction], _Adjacency] = LRUCache(maxsize=_MAX_WALKS)
         for relation in relations:
@@ -95,6 +96,8 @@ class GraphSnapshot(GraphReader):
                 continue
             self._out.setdefault(relation.source_id, []).append((label, relation.target_id))
             self._in.setdefault(relation.target_id, []).append((label, relation.source_id))
+            if relation.inferred and relation.type == "calls":
+                self._inferred[(relation.source_id, relation.target_id)] = relation.confidence
 
     @classmethod
     async def load(cls, store: GraphStore, key: str, *, fulltext_cache_terms: int = 0) -> GraphSnapshot:
@@ -116,6 +119,12 @@ class GraphSnapshot(GraphReader):
             fulltext=store,
             fulltext_cache_terms=fulltext_cache_terms,
         )
+
+    async def inferred_calls(
+        self, corpus_id: str, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], float]:
+        self._check(corpus_id)
+        return {pair: self._inferred[pair] for pair in pairs if pair in self._inferred}
 
     def _check(self, corpus_id: str) -> None:
         if corpus_id != self.key:

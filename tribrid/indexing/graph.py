@@ -7,7 +7,14 @@ tree-sitter extractor. Both leave cross-file references for `resolve_corpus`.
 from __future__ import annotations
 
 from tribrid.indexing.chunker import ChunkResult
-from tribrid.indexing.python_graph import CorpusLinks, FileGraph, UnresolvedRef, extract_python, resolve_refs
+from tribrid.indexing.python_graph import (
+    DEFAULT_INFERRED_CANDIDATES,
+    CorpusLinks,
+    FileGraph,
+    UnresolvedRef,
+    extract_python,
+    resolve_refs,
+)
 from tribrid.indexing.treesitter.extract import extract_tree
 from tribrid.indexing.treesitter.resolve import SpecLocator
 from tribrid.indexing.walker import SourceFile
@@ -26,13 +33,17 @@ def extract_file(corpus_id: str, source: SourceFile, chunked: ChunkResult) -> Fi
     return extract_tree(corpus_id, source, chunked.chunks, chunked.syntax_tree.root_node)
 
 
-def resolve_corpus(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
-    """Cross-file relations (imports, calls, inherits, references) and what stays unresolved."""
+def resolve_corpus(
+    corpus_id: str, graphs: list[FileGraph], max_inferred_candidates: int = DEFAULT_INFERRED_CANDIDATES
+) -> CorpusLinks:
+    """Cross-file relations (imports, calls, inherits, references, inferred calls) and what stays
+    unresolved."""
     others = [g for g in graphs if g.language != "python"]
     locator = SpecLocator(others)
     relations: list[Relation] = []
     unresolved: list[UnresolvedRef] = []
     rewritten = [locator.rewrite(g, relations, unresolved) for g in others]
     locator.merge_methods(rewritten)
-    links = resolve_refs(corpus_id, [g for g in graphs if g.language == "python"] + rewritten)
+    python = [g for g in graphs if g.language == "python"]
+    links = resolve_refs(corpus_id, python + rewritten, max_inferred_candidates)
     return CorpusLinks(list(dict.fromkeys(relations + links.relations)), unresolved + links.unresolved)

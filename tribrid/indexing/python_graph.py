@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
@@ -32,6 +32,11 @@ from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, Entity, Relation, stable_id
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# Methods of builtin types: a call `x.get()` is far more often a dict's than a corpus method's.
+_BUILTIN_METHODS = frozenset(
+    name for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, object) for name in dir(kind)
+)
+DEFAULT_INFERRED_CANDIDATES = 3  # config.IndexerConfig.inferred_call_max_candidates
 _MAX_BINDING_HOPS = 16  # re-export chains longer than this are treated as unresolvable (and cycles)
 
 
@@ -80,6 +85,9 @@ class UnresolvedRef:
     source_id: str  # the entity making the reference
     name: str  # the reference as written: "helper", "obj.unknown", "np.mean", "super().run"
     kind: Literal["calls", "inherits"]
+    # `m` of a call `x.m()` whose receiver's type is unknown (a local, a parameter, an attribute):
+    # the corpus step may infer it by method name. "" for anything else (an external import, a base).
+    method: str = ""
 
 
 # --- symbolic targets: what a name refers to when only the whole corpus can tell -------------------
@@ -228,6 +236,8 @@ class _Region:
     # A body binds names in its scope (a decorator or annotation list does not); params: a def's arguments.
     is_body: bool = False
     params: set[str] = field(default_factory=set)
+    # Bare decorators (`@d`, `@m.d`): Python calls them with the definition, so they are calls.
+    decorators: list[ast.expr] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -322,7 +332,9 @@ class _FileExtractor:
         body_scope = _Scope({}, module=scope.module if scope.module is not None else scope.bindings)
         self._define(node.body, body_scope, class_id, qualified, class_id, regions, classes)
         members = {id(member) for member in definitions(node.body)}
-        regions.append(_Region(class_id, [*node.decorator_list, *node.keywords], scope))
+        regions.append(
+            _Region(class_id, [*node.decorator_list, *node.keywords], scope, decorators=node.decorator_list)
+        )
         regions.append(_Region(class_id, list(node.body), body_scope, members, is_body=True))
 
     def _define_function(
@@ -344,7 +356,7 @@ class _FileExtractor:
         header: list[ast.AST] = [*node.decorator_list, node.args]
         if node.returns is not None:
             header.append(node.returns)
-        regions.append(_Region(function_id, header, scope))
+        regions.append(_Region(function_id, header, scope, decorators=node.decorator_list))
         body_scope = _Scope({}, module=scope.module if scope.module is not None else scope.bindings)
         if class_id is not None:
             decorators = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
@@ -422,7 +434,7 @@ class _FileExtractor:
     # references
 
     def _scan_region(self, region: _Region) -> _Scan:
-        scan = _scan(region.roots, region.skip)
+        scan = _scan(region.roots, region.skip, region.decorators)
         if region.is_body:
             for node in scan.imports:
                 self._add_import(node, region.scope)
@@ -502,15 +514,22 @@ class _FileExtractor:
 # --- syntax helpers --------------------------------------------------------------------------------
 
 
-def _scan(roots: list[ast.AST], skip: set[int]) -> _Scan:
-    """Calls, reads, bindings and imports in roots (pre-order, so a callee is seen before its parts)."""
+def _scan(roots: list[ast.AST], skip: set[int], decorators: Sequence[ast.expr] = ()) -> _Scan:
+    """Calls, reads, bindings and imports in roots (pre-order, so a callee is seen before its parts).
+
+    Bare decorators count as calls; a decorator call `@d(arg)` is already one.
+    """
     scan = _Scan()
     consumed: set[int] = set()  # parts of a chain already taken whole (`a` and `a.b` of `a.b.c()`)
+    called = {id(d) for d in decorators if not isinstance(d, ast.Call)}
     stack = list(reversed(roots))
     while stack:
         node = stack.pop()
         if id(node) in skip:
             continue
+        if id(node) in called and isinstance(node, ast.expr):
+            scan.calls.append(node)
+            consumed.add(id(node))
         _scan_node(node, scan, consumed)
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return scan
@@ -663,42 +682,58 @@ def link_ref(
     """Record one reference of a file: an edge when it resolved to an entity here, pending when
     only the corpus can tell, else unresolved (a read that resolves to nothing is just dropped)."""
     if isinstance(target, str):
-        edge = edge_to(kind, source_id, target, types, graph.classes)
-        if edge is not None:
-            graph.relations.append(edge)
+        edges = edges_to(kind, source_id, target, types, graph.classes)
+        if edges:
+            graph.relations.extend(edges)
             return
         target = None
     if target is None:
-        if kind != "references":
+        if kind == "calls":
+            graph.unresolved.append(UnresolvedRef(source_id, written, kind, _receiver_method(written)))
+        elif kind == "inherits":
             graph.unresolved.append(UnresolvedRef(source_id, written, kind))
         return
     graph.pending.append(PendingRef(source_id, target, kind, written))
 
 
-def edge_to(
+def _receiver_method(written: str) -> str:
+    """The method name of an unresolved call `x.m` / `a.b.m` / `Foo::m`; "" for a plain name or super()."""
+    if written.startswith("super"):
+        return ""  # super().m or super.m that found nothing: a base outside the corpus
+    for separator in (".", "::"):
+        if separator in written:
+            return written.rsplit(separator, 1)[1]
+    return ""
+
+
+def edges_to(
     kind: Literal["calls", "inherits", "references"],
     source_id: str,
     target_id: str,
     types: dict[str, str],
     classes: dict[str, ClassInfo],
     resolve_base: Callable[[Symbolic], str | None] | None = None,
-) -> Relation | None:
-    """The relation for a reference resolved to target_id; None if there is none (a non-class base).
+) -> list[Relation]:
+    """The relations for a reference resolved to target_id; none for a non-class base.
 
-    Calling a class runs its `__init__`, its own or inherited; without resolve_base (one file alone)
-    a base in another file is not followed and the edge goes to the class.
+    Calling a class is a call of the class and of its `__init__`, its own or inherited (without
+    resolve_base, one file alone, a base in another file is not followed): "who calls Console"
+    means the code that writes `Console(...)`.
     """
     target_type = types.get(target_id)
     if kind == "inherits":
-        return Relation(source_id, target_id, "inherits") if target_type == "class" else None
+        return [Relation(source_id, target_id, "inherits")] if target_type == "class" else []
     if kind == "calls" and target_type == "class":
+        edges = [Relation(source_id, target_id, "calls")]
         init = find_method(classes, types, target_id, "__init__", False, resolve_base)
-        return Relation(source_id, init if isinstance(init, str) else target_id, "calls")
+        if isinstance(init, str):
+            edges.append(Relation(source_id, init, "calls"))
+        return edges
     if kind == "calls" and target_type == "function":
-        return Relation(source_id, target_id, "calls")
+        return [Relation(source_id, target_id, "calls")]
     if source_id == target_id:
-        return None
-    return Relation(source_id, target_id, "references")  # a read, or a call of a variable/module
+        return []
+    return [Relation(source_id, target_id, "references")]  # a read, or a call of a variable/module
 
 
 # --- the corpus step -----------------------------------------------------------------------------
@@ -709,8 +744,16 @@ def resolve(corpus_id: str, graphs: list[FileGraph]) -> list[Relation]:
     return resolve_refs(corpus_id, graphs).relations
 
 
-def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
-    """Like `resolve`, also returning every reference that stays unresolved (for `references` storage)."""
+def resolve_refs(
+    corpus_id: str, graphs: list[FileGraph], max_inferred_candidates: int = DEFAULT_INFERRED_CANDIDATES
+) -> CorpusLinks:
+    """Like `resolve`, also returning every reference that stays unresolved (for `references` storage).
+
+    An unresolved call `x.m()` on a receiver of unknown type also gets inferred call edges to the
+    corpus's methods named `m` in the caller's language, if there are at most
+    `max_inferred_candidates` of them (0: no inference), each with confidence 1 / their number.
+    The reference stays listed as unresolved: the edges are a guess, not a proof.
+    """
     del corpus_id  # ids are already corpus-qualified; kept for a symmetric API
     index = _CorpusIndex(graphs)
     relations: list[Relation] = []
@@ -722,15 +765,54 @@ def resolve_refs(corpus_id: str, graphs: list[FileGraph]) -> CorpusLinks:
                 relations.append(Relation(graph.module_id, target.module_id, "imports"))
         for ref in graph.pending:
             target_id = index.resolve(ref.target)
-            edge = None
+            edges = []
             if target_id is not None:
-                edge = edge_to(ref.kind, ref.source_id, target_id, index.types, index.classes, index.resolve)
-            if edge is not None:
-                relations.append(edge)
+                edges = edges_to(
+                    ref.kind, ref.source_id, target_id, index.types, index.classes, index.resolve
+                )
+            if edges:
+                relations.extend(edges)
             elif ref.kind != "references":
                 unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind))
         unresolved.extend(graph.unresolved)
+    inferred = infer_calls(graphs, unresolved, max_inferred_candidates)
+    proven = {(r.source_id, r.target_id) for g in graphs for r in g.relations if r.type == "calls"}
+    proven.update((r.source_id, r.target_id) for r in relations if r.type == "calls")
+    relations.extend(r for r in inferred if (r.source_id, r.target_id) not in proven)
     return CorpusLinks(list(dict.fromkeys(relations)), unresolved)
+
+
+def infer_calls(
+    graphs: list[FileGraph], unresolved: list[UnresolvedRef], max_candidates: int
+) -> list[Relation]:
+    """Call edges inferred by method name for unresolved `x.m()` calls (see `resolve_refs`).
+
+    A method name that builtin types define (`get`, `append`, `join`, ...) is left alone: most such
+    calls in Python are on dicts, lists and strings, and no corpus method is their target.
+    """
+    if max_candidates <= 0:
+        return []
+    methods: dict[tuple[str, str], set[str]] = {}  # (language, method name) -> function ids
+    language_of: dict[str, str] = {}
+    names = {e.entity_id: e.name for g in graphs for e in g.entities}
+    for graph in graphs:
+        language_of.update((e.entity_id, graph.language) for e in graph.entities)
+        for info in graph.classes.values():
+            for method_id in info.methods.values():
+                if method_id in names:  # keyed by the entity's own name (Go's merged impl keys differ)
+                    methods.setdefault((graph.language, names[method_id]), set()).add(method_id)
+    inferred: list[Relation] = []
+    for ref in unresolved:
+        if not ref.method or ref.method in _BUILTIN_METHODS:
+            continue
+        candidates = methods.get((language_of.get(ref.source_id, ""), ref.method), set()) - {ref.source_id}
+        if 0 < len(candidates) <= max_candidates:
+            confidence = 1.0 / len(candidates)
+            inferred.extend(
+                Relation(ref.source_id, target, "calls", inferred=True, confidence=confidence)
+                for target in sorted(candidates)
+            )
+    return inferred
 
 
 @dataclass(frozen=True, slots=True)

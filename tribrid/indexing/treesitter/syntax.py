@@ -111,9 +111,9 @@ _CALL_NODES: dict[str, tuple[str, ...]] = {
     "javascript": ("call_expression", "new_expression"),
     "typescript": ("call_expression", "new_expression"),
     "tsx": ("call_expression", "new_expression"),
-    "go": ("call_expression",),
+    "go": ("call_expression", "composite_literal"),  # `Store{...}` constructs a Store
     "java": ("method_invocation", "object_creation_expression"),
-    "rust": ("call_expression",),
+    "rust": ("call_expression", "struct_expression"),  # `Counter { .. }` constructs a Counter
 }
 
 
@@ -210,8 +210,10 @@ def _call(node: Node) -> Call | None:
         callee = node.child_by_field_name("function")
     elif kind == "new_expression":
         callee = node.child_by_field_name("constructor")
-    elif kind == "object_creation_expression":
+    elif kind in ("object_creation_expression", "composite_literal"):
         callee = node.child_by_field_name("type")
+    elif kind == "struct_expression":
+        callee = node.child_by_field_name("name")
     if callee is None:
         return None
     if callee.type == "generic_function":

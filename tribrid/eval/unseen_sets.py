@@ -1,0 +1,228 @@
+"""Structural sets from libraries the graph was never tuned on, with every call site counted.
+
+    .venv/bin/python -m tribrid.eval.unseen_sets        # writes evals/sets/unseen-<library>.jsonl
+
+Each installed library in LIBRARIES is copied to <work>/unseen/<library>/ (its own corpus,
+`unseen-<library>`) and read with Python's `ast`, never with our extractor. The ground truth
+counts call sites by name: a function calls X when its body (or a decorator) has a call whose
+callee is the name X or an attribute `.X`, instantiation (`X(...)`, `raise X(...)`) included.
+Only names the library defines once are asked about, so a name means one definition. Every
+question is asked in each phrasing of its kind (PHRASINGS), tagged with the phrasing, so a
+family of wordings that the question reader misses shows up on its own line. `rich` is never
+used: it stays unseen.
+
+HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.metadata
+import json
+import random
+import shutil
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tribrid.config import REPO_ROOT
+from tribrid.eval.build_sets import SETS_DIR, module_name, write_jsonl
+
+LIBRARIES = ("anyio", "starlette")  # jinja2: its _identifier.py breaks sparse indexing (see the report)
+HELD_OUT = ("unseen-starlette",)
+WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
+SEED = 20261124
+QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
+
+# kind -> (phrasing family, template); every question is asked in each of its kind's phrasings
+PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("question", "who calls {x}"),
+        ("relative", "functions that call {x}"),
+        ("passive", "where is {x} called"),
+        ("noun", "{x} usages"),
+        ("uses", "what uses {x}"),
+    ),
+    "callees": (
+        ("question", "what does {x} call"),
+        ("passive", "functions called by {x}"),
+        ("noun", "callees of {x}"),
+    ),
+    "subclasses": (
+        ("noun", "subclasses of {x}"),
+        ("relative", "classes that inherit from {x}"),
+        ("derived", "classes derived from {x}"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Def:
+    qualname: str
+    name: str
+    kind: str  # function | class
+    path: str
+    start: int
+    end: int
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+    @property
+    def span(self) -> dict[str, Any]:
+        return {"path": self.path, "start_line": self.start, "end_line": self.end}
+
+
+def definitions(root: Path) -> list[Def]:
+    """Top-level functions and classes and the methods of classes (not nested functions)."""
+    found: list[Def] = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found.extend(_defs(tree.body, module_name(rel), rel.as_posix()))
+    return found
+
+
+def _defs(body: list[ast.stmt], prefix: str, path: str) -> Iterator[Def]:
+    for stmt in _flat(body):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            kind = "class" if isinstance(stmt, ast.ClassDef) else "function"
+            qual = f"{prefix}.{stmt.name}"
+            yield Def(qual, stmt.name, kind, path, stmt.lineno, stmt.end_lineno or stmt.lineno, stmt)
+            if isinstance(stmt, ast.ClassDef):
+                yield from _defs(stmt.body, qual, path)
+
+
+def _flat(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If | ast.Try):
+            blocks = [*stmt.body, *stmt.orelse]
+            if isinstance(stmt, ast.Try):
+                blocks += [s for h in stmt.handlers for s in h.body] + stmt.finalbody
+            yield from _flat(blocks)
+
+
+def called_names(fn: Def) -> set[str]:
+    """Names a function calls: `f(...)`, `x.f(...)`, `C(...)`, `raise E(...)`, decorators."""
+    assert not isinstance(fn.node, ast.ClassDef)
+    callees: list[ast.expr] = [n.func for s in fn.node.body for n in ast.walk(s) if isinstance(n, ast.Call)]
+    callees += [n.func for d in fn.node.decorator_list for n in ast.walk(d) if isinstance(n, ast.Call)]
+    callees += [d for d in fn.node.decorator_list if not isinstance(d, ast.Call)]
+    names = {
+        c.id if isinstance(c, ast.Name) else c.attr
+        for c in callees
+        if isinstance(c, ast.Name | ast.Attribute)
+    }
+    return names - {fn.name}
+
+
+def base_names(cls: Def) -> set[str]:
+    assert isinstance(cls.node, ast.ClassDef)
+    names = set()
+    for base in cls.node.bases:
+        expr = base.value if isinstance(base, ast.Subscript) else base
+        if isinstance(expr, ast.Name):
+            names.add(expr.id)
+        elif isinstance(expr, ast.Attribute):
+            names.add(expr.attr)
+    return names
+
+
+def build_set(root: Path, rng: random.Random) -> list[dict[str, Any]]:
+    defs = definitions(root)
+    counts = Counter(d.name for d in defs)
+    unique = {d.name: d for d in defs if counts[d.name] == 1}
+
+    def askable(name: str) -> bool:
+        return name in unique and len(name) >= 4 and not name.startswith("__")
+
+    functions = [d for d in defs if d.kind == "function"]
+    calls = {fn.qualname: called_names(fn) for fn in functions}
+    callers: dict[str, list[Def]] = defaultdict(list)
+    for fn in functions:
+        for name in calls[fn.qualname]:
+            if askable(name):
+                callers[name].append(fn)
+    subclasses: dict[str, list[Def]] = defaultdict(list)
+    for cls in (d for d in defs if d.kind == "class"):
+        for name in base_names(cls):
+            if askable(name) and unique[name].kind == "class":
+                subclasses[name].append(cls)
+    pools: dict[str, list[tuple[str, list[Def]]]] = {
+        "callers": [(x, v) for x, v in sorted(callers.items())],
+        "callees": [
+            (fn.name, [unique[n] for n in sorted(calls[fn.qualname]) if askable(n)])
+            for fn in functions
+            if askable(fn.name)
+        ],
+        "subclasses": [(x, v) for x, v in sorted(subclasses.items())],
+    }
+    items: list[dict[str, Any]] = []
+    for kind, pool in pools.items():
+        usable = [(x, answers) for x, answers in pool if 1 <= len(answers) <= 15]
+        for x, answers in sorted(rng.sample(usable, min(QUESTIONS[kind], len(usable))), key=lambda p: p[0]):
+            ordered = sorted(answers, key=lambda d: (d.path, d.start))
+            for family, template in PHRASINGS[kind]:
+                items.append(
+                    {
+                        "id": f"{kind}-{x}-{family}",
+                        "query": template.format(x=x),
+                        "relevant": [d.span for d in ordered],
+                        "tags": ["structural", kind, family],
+                    }
+                )
+    return items
+
+
+def package_dir(library: str) -> Path:
+    module = importlib.import_module(library)
+    return Path(str(module.__file__)).resolve().parent
+
+
+def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
+    """Corpus id -> its directory, copied from the installed library when missing."""
+    dirs: dict[str, Path] = {}
+    for library in LIBRARIES:
+        target = work_dir / library
+        if not (target / library).is_dir():
+            shutil.copytree(
+                package_dir(library), target / library, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
+        dirs[f"unseen-{library}"] = target
+    return dirs
+
+
+def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int]:
+    """Write one set per library and register them (and their corpora) in the sets manifest."""
+    manifest_path = sets_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    counts: dict[str, int] = {}
+    for corpus, root in corpus_dirs(work_dir).items():
+        items = build_set(root, random.Random(SEED))
+        write_jsonl(sets_dir / f"{corpus}.jsonl", items)
+        manifest["sets"][corpus] = {"corpus": corpus, "queries": len(items)}
+        manifest["packages"][corpus.removeprefix("unseen-")] = importlib.metadata.version(
+            corpus.removeprefix("unseen-")
+        )
+        counts[corpus] = len(items)
+    manifest["unseen_held_out"] = list(HELD_OUT)
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sets-dir", type=Path, default=SETS_DIR)
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
+    args = parser.parse_args()
+    for name, count in build(args.sets_dir, args.work_dir).items():
+        print(f"{name}: {count} queries -> {args.sets_dir / (name + '.jsonl')}")
+
+
+if __name__ == "__main__":
+    main()
