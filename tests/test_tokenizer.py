@@ -8,6 +8,7 @@ from tribrid.text import (
     CODE_STOPWORDS,
     PROSE_STOPWORDS,
     boolean_query,
+    fold,
     has_terms,
     index_tokens,
     parse_query,
@@ -164,3 +165,13 @@ def test_stop_words_depend_on_the_corpus() -> None:
     assert parse_query(question, stopwords_for(0.1)).required == ("reads", "table")
     assert parse_query(question, stopwords_for(0.9)).required == ("function", "reads", "method", "table")
     assert "function" in CODE_STOPWORDS and "function" not in PROSE_STOPWORDS
+
+
+def test_combining_marks_alone_make_no_empty_term() -> None:
+    """jinja2's _identifier.py holds runs of combining marks: every term and folded form is non-empty."""
+    marks = "\u0300\u0301\u0302 a\u0308b \u0903\u093c"
+    tokens = index_tokens(marks)
+    assert tokens and all(term for term, _ in tokens)
+    assert fold("\u0300\u0301") == "\u0300\u0301" and fold("a\u0308b") == "ab"
+    literal, length = to_tsvector_literal(tokens)
+    assert "''" not in literal and length == 3

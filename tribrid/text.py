@@ -84,7 +84,10 @@ def fold(term: str) -> str:
     if term.isascii() or _CJK_RUN.search(term):
         return term
     decomposed = unicodedata.normalize("NFKD", term)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    folded = unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    # a term of combining marks alone has nothing to fold to: it stays as written (an empty term
+    # would be an empty lexeme, which PostgreSQL rejects in a tsvector)
+    return folded or term
 
 
 _segmenter_lock = threading.Lock()
