@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tribrid import auth
 from tribrid.config import ConfigError, TriBridConfig, load_config
 from tribrid.legs import LEG_NAMES, LEGS, source_name
 from tribrid.options import RequestError, set_option
@@ -94,6 +95,12 @@ async def _migrate(cfg: TriBridConfig) -> None:
     await pool.close()
 
 
+@app.command("token-hash")
+def token_hash(token: str = typer.Argument(..., help="the bearer token callers will send")) -> None:
+    """Print the SHA-256 to store for a token in `auth.tokens` (the token itself is never stored)."""
+    console.print(auth.hash_token(token))
+
+
 @app.command()
 def down() -> None:
     """Stop the embedded stores (no-op when not running)."""
@@ -156,7 +163,7 @@ def _serve_background(cfg: TriBridConfig, which: str) -> None:
 
 async def _wait_healthy(address: str, deadline_s: float) -> bool:
     end = time.monotonic() + deadline_s
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with grpc.aio.insecure_channel(address, interceptors=auth.client_interceptors()) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < end:
             try:
@@ -230,7 +237,9 @@ def status() -> None:
 
 
 async def _list_corpora(cfg: TriBridConfig) -> list[indexer_pb2.CorpusInfo]:
-    async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+    async with grpc.aio.insecure_channel(
+        cfg.services.address("indexer"), interceptors=auth.client_interceptors()
+    ) as channel:
         reply = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(
             indexer_pb2.ListCorporaRequest(), timeout=5
         )
@@ -260,7 +269,9 @@ def index(
 async def _index(cfg: TriBridConfig, path: Path, corpus: str) -> indexer_pb2.IndexProgress:
     last = indexer_pb2.IndexProgress()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+    async with grpc.aio.insecure_channel(
+        cfg.services.address("indexer"), interceptors=auth.client_interceptors()
+    ) as channel:
         stub = indexer_pb2_grpc.IndexerStub(channel)
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("walking", total=None)
@@ -279,7 +290,9 @@ def delete(corpus: Annotated[str, typer.Option("--corpus", help="corpus name")])
     cfg = _config()
 
     async def call() -> indexer_pb2.DeleteCorpusResponse:
-        async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+        async with grpc.aio.insecure_channel(
+            cfg.services.address("indexer"), interceptors=auth.client_interceptors()
+        ) as channel:
             stub = indexer_pb2_grpc.IndexerStub(channel)
             reply: indexer_pb2.DeleteCorpusResponse = await stub.DeleteCorpus(
                 indexer_pb2.DeleteCorpusRequest(corpus_id=corpus), timeout=60
@@ -334,7 +347,9 @@ def search(
 async def _search(
     cfg: TriBridConfig, request: common_pb2.SearchRequest, timeout_s: float
 ) -> fusion_pb2.FusionSearchResponse:
-    async with grpc.aio.insecure_channel(cfg.services.address("fusion")) as channel:
+    async with grpc.aio.insecure_channel(
+        cfg.services.address("fusion"), interceptors=auth.client_interceptors()
+    ) as channel:
         response: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
             request, timeout=timeout_s
         )
@@ -487,7 +502,9 @@ def _graph_call(call: Callable[[graph_pb2_grpc.GraphSearchAsyncStub], Awaitable[
     cfg = _config()
 
     async def run() -> _Reply:
-        async with grpc.aio.insecure_channel(cfg.services.address("graph")) as channel:
+        async with grpc.aio.insecure_channel(
+            cfg.services.address("graph"), interceptors=auth.client_interceptors()
+        ) as channel:
             stub = graph_pb2_grpc.GraphSearchStub(channel)
             return await call(stub)
 

@@ -433,6 +433,9 @@ class ServicesConfig(_Section):
     indexer_address: str = ""
     bridge_address: str = ""
     shutdown_grace_s: float = Field(5.0, ge=0)
+    # Requests one service serves at once (health checks and reflection aside); beyond it a call is
+    # answered RESOURCE_EXHAUSTED at once instead of queueing. 0 = no bound.
+    max_in_flight: int = Field(256, ge=0, le=1_000_000)
 
     def address(self, name: str) -> str:
         """Where clients find service `name` (a leg's name, "fusion", "indexer" or "bridge")."""
@@ -478,6 +481,36 @@ class IndexerConfig(_Section):
         return self
 
 
+Scope = Literal["search", "index", "admin"]
+
+
+class TokenConfig(_Section):
+    """One bearer token: its SHA-256 (hex; `tribrid token-hash` prints it), what it may do and where."""
+
+    name: str = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    # search: every read RPC; index: IndexCorpus too; admin: everything (DeleteCorpus).
+    scopes: list[Scope] = Field(min_length=1)
+    # Corpus ids the token may search, index or list; "*" = all.
+    corpora: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+
+
+class AuthConfig(_Section):
+    """Bearer tokens on every gRPC service and the HTTP bridge. Off by default, for a stack that
+    listens on loopback only (`make up`/`make demo`); turn it on wherever a port is reachable."""
+
+    enabled: bool = False
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    # A JSON list of tokens in the shape of `tokens` (a mounted Kubernetes Secret), added to them.
+    tokens_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _some_token(self) -> AuthConfig:
+        if self.enabled and not self.tokens and self.tokens_file is None:
+            raise ValueError("auth is enabled but no tokens or tokens_file is configured")
+        return self
+
+
 class TelemetryConfig(_Section):
     service_name: str = "tribrid"
     otlp_endpoint: str | None = None
@@ -513,6 +546,7 @@ class TriBridConfig(BaseSettings):
     services: ServicesConfig = ServicesConfig()
     indexer: IndexerConfig = IndexerConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    auth: AuthConfig = AuthConfig()
 
     @model_validator(mode="after")
     def _default_techniques_can_run(self) -> TriBridConfig:

@@ -99,7 +99,13 @@ async def start_services(
             res.cfg = _with_leg_addresses(res.cfg, running)
         spec = await build_spec(name, res)
         port: int = getattr(cfg.services, f"{name}_port")
-        running[name] = await start_server([spec], cfg.services.bind_host, port)
+        running[name] = await start_server(
+            [spec],
+            cfg.services.bind_host,
+            port,
+            auth_cfg=cfg.auth,
+            max_in_flight=cfg.services.max_in_flight,
+        )
     return running
 
 

@@ -225,6 +225,12 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self.shed = prometheus_client.Counter(
+            "tribrid_shed_requests_total",
+            "Calls answered RESOURCE_EXHAUSTED because services.max_in_flight were in flight, by method",
+            ["method"],
+            registry=registry,
+        )
         self.http_requests = prometheus_client.Counter(
             "tribrid_http_requests_total",
             "HTTP bridge requests, by route and HTTP status",

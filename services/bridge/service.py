@@ -44,7 +44,9 @@ class BridgeServer:
 async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer:
     """Serve the bridge on host:port (0 = a free port) until stopped; it calls the services at
     their addresses in `cfg.services`."""
-    app = create_app(addresses_from_config(cfg), timeout_s=cfg.fusion.default_deadline_ms / 1000)
+    app = create_app(
+        addresses_from_config(cfg), timeout_s=cfg.fusion.default_deadline_ms / 1000, auth_cfg=cfg.auth
+    )
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))

@@ -26,7 +26,7 @@ from services.fusion.fuse import (
 )
 from services.fusion.generation import GenerationClient
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
-from tribrid import telemetry
+from tribrid import auth, telemetry
 from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
@@ -124,7 +124,8 @@ class LegClient:
         self.channel = grpc.aio.insecure_channel(
             address,
             options=channel_options(leg.service),
-            interceptors=telemetry.client_interceptors(),
+            # the legs check the caller's own token: a leg is no way around the gateway
+            interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
         )
         self._search = self.channel.unary_unary(
             f"/{leg.service}/Search",
