@@ -86,7 +86,7 @@ class RequestErrors(grpc.aio.ServerInterceptor):
             return grpc.unary_unary_rpc_method_handler(
                 answer_unary, handler.request_deserializer, handler.response_serializer
             )
-        if handler.unary_stream is not None:
+        if telemetry.yields_messages(handler):
             stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
 
             async def answer_stream(
@@ -124,7 +124,7 @@ def _admitted(
         return grpc.unary_unary_rpc_method_handler(
             admit_unary, handler.request_deserializer, handler.response_serializer
         )
-    if handler.unary_stream is not None:
+    if telemetry.yields_messages(handler):
         stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
 
         async def admit_stream(
@@ -137,7 +137,7 @@ def _admitted(
         return grpc.unary_stream_rpc_method_handler(
             admit_stream, handler.request_deserializer, handler.response_serializer
         )
-    return handler  # streaming requests: only health Watch-like services, which stay open
+    return handler  # streaming requests, and a Watch that writes its messages (open services only)
 
 
 class _Admitting(grpc.aio.ServerInterceptor):
