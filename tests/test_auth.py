@@ -4,8 +4,10 @@ bridge; and the in-flight bound in front of a slow servicer."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import httpx
@@ -19,6 +21,7 @@ from services.bridge.service import BridgeServer, start_bridge
 from tests.conftest import SAMPLE_CORPUS, Stack, StoredChunk, store_committed_chunks
 from tribrid import auth
 from tribrid.config import AuthConfig, TokenConfig, TriBridConfig
+from tribrid.options import RequestError
 from tribrid.serve import ALL_SERVICES, Resources, _with_leg_addresses, start_services
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
@@ -202,11 +205,24 @@ def test_every_contract_rpc_has_a_scope() -> None:
     assert not auth.is_open("/tribrid.v1.Fusion/Search")
 
 
+def test_tokens_file_adds_tokens(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    entry = {"name": "ci", "sha256": auth.hash_token("ci-token"), "scopes": ["index"], "corpora": ["a"]}
+    path.write_text(json.dumps([entry]))
+    table = auth.TokenTable(AuthConfig(enabled=True, tokens_file=path))
+    caller = table.authenticate("Bearer ci-token")
+    assert (caller.name, caller.has_scope("index"), caller.has_scope("admin")) == ("ci", True, False)
+    assert caller.may_see("a") and not caller.may_see("b")
+    with pytest.raises(RequestError) as refused:
+        table.authenticate("Bearer ci-token2")
+    assert refused.value.code == grpc.StatusCode.UNAUTHENTICATED
+
+
 def test_config_stores_hashes_and_needs_tokens_when_enabled() -> None:
     with pytest.raises(ValidationError, match="sha256"):
         TokenConfig(name="x", sha256="plain-token", scopes=["search"])
-    with pytest.raises(ValidationError, match="no tokens"):
-        AuthConfig(enabled=True)
+    with pytest.raises(ValueError, match="no token"):
+        auth.TokenTable(AuthConfig(enabled=True))
     assert not AuthConfig().enabled  # off by default: a loopback stack for trying things out
 
 

@@ -102,6 +102,8 @@ class TokenTable:
         tokens = list(cfg.tokens)
         if cfg.tokens_file is not None:
             tokens += _TOKEN_LIST.validate_python(json.loads(cfg.tokens_file.read_text()))
+        if cfg.enabled and not tokens:
+            raise ValueError("auth is enabled but no token is configured (auth.tokens or auth.tokens_file)")
         self._tokens = tokens
 
     def authenticate(self, authorization: str | None) -> Caller:
