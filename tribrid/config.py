@@ -433,9 +433,21 @@ class ServicesConfig(_Section):
     indexer_address: str = ""
     bridge_address: str = ""
     shutdown_grace_s: float = Field(5.0, ge=0)
+    # TLS: a service with a certificate and key serves TLS only (the bridge HTTPS); clients (the
+    # gateway, the bridge, the CLI) with a CA file verify the services' certificates against it.
+    # `make certs` writes a local CA and a certificate for 127.0.0.1/localhost into .state/certs.
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_ca_file: Path | None = None
     # Requests one service serves at once (health checks and reflection aside); beyond it a call is
     # answered RESOURCE_EXHAUSTED at once instead of queueing. 0 = no bound.
     max_in_flight: int = Field(256, ge=0, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> ServicesConfig:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        return self
 
     def address(self, name: str) -> str:
         """Where clients find service `name` (a leg's name, "fusion", "indexer" or "bridge")."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import asyncpg
 
-from tribrid import telemetry
+from tribrid import telemetry, tls
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, get_embedder
 from tribrid.graphstore import GraphStore, open_graph_store
@@ -105,6 +105,7 @@ async def start_services(
             port,
             auth_cfg=cfg.auth,
             max_in_flight=cfg.services.max_in_flight,
+            tls=tls.server_credentials(cfg.services),
         )
     return running
 

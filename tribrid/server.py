@@ -209,10 +209,11 @@ async def start_server(
     *,
     auth_cfg: AuthConfig | None = None,
     max_in_flight: int = 0,
+    tls: grpc.ServerCredentials | None = None,
 ) -> RunningServer:
     """Start a grpc.aio server hosting `specs` plus health and reflection; port 0 picks a free one.
     `auth_cfg` (when enabled): bearer tokens on every RPC but health and reflection;
-    `max_in_flight` (0 = none): the bound on calls served at once."""
+    `max_in_flight` (0 = none): the bound on calls served at once; `tls`: serve TLS only."""
     admission: list[grpc.aio.ServerInterceptor] = []
     if auth_cfg is not None and auth_cfg.enabled:
         admission.append(BearerTokens(auth_cfg))
@@ -225,7 +226,8 @@ async def start_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [spec.full_name for spec in specs]
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = server.add_insecure_port(address) if tls is None else server.add_secure_port(address, tls)
     if bound == 0:
         raise RuntimeError(f"cannot bind {host}:{port}")
     await server.start()

@@ -50,8 +50,8 @@ from services.bridge.contract import (
     resolve_scalar,
     starlette_param,
 )
-from tribrid import auth, telemetry
-from tribrid.config import AuthConfig, TriBridConfig
+from tribrid import auth, telemetry, tls
+from tribrid.config import AuthConfig, ServicesConfig, TriBridConfig
 from tribrid.options import RequestError
 from tribrid.v1 import fusion_pb2
 
@@ -168,8 +168,9 @@ def parse_params(request: Request, route: HttpRoute, message: Message) -> None:
 class Backend:
     """Long-lived channels to the services, opened on first use (inside the event loop)."""
 
-    def __init__(self, addresses: Mapping[str, str]) -> None:
+    def __init__(self, addresses: Mapping[str, str], services: ServicesConfig | None = None) -> None:
         self.addresses = dict(addresses)
+        self.services = services or ServicesConfig()
         self._channels: dict[str, grpc.aio.Channel] = {}
         # one multicallable per RPC ("/tribrid.v1.GraphSearch/Stats"), on its service's channel
         self._unary: dict[str, grpc.aio.UnaryUnaryMultiCallable[Message, Message]] = {}
@@ -177,9 +178,10 @@ class Backend:
 
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self._channels:
-            self._channels[address] = grpc.aio.insecure_channel(
+            self._channels[address] = tls.channel(
                 # the caller's token goes on to the services, which check its scopes and corpora
                 address,
+                self.services,
                 interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
             )
         return self._channels[address]
@@ -345,15 +347,17 @@ def create_app(
     timeout_s: float | None = 5.0,
     openapi_path: Path | None = openapi.DEFAULT_PATH,
     auth_cfg: AuthConfig | None = None,
+    services: ServicesConfig | None = None,
 ) -> Starlette:
     """The bridge app. `addresses`: by service full name ("tribrid.v1.GraphSearch"), one for every
     public service; `timeout_s`: see default_timeout; `openapi_path`: the document `make protos`
-    wrote (built here when absent); `auth_cfg` (when enabled): bearer tokens (BearerAuth)."""
+    wrote (built here when absent); `auth_cfg` (when enabled): bearer tokens (BearerAuth);
+    `services`: its TLS settings for the calls to the services (`tls_ca_file`)."""
     routes_read = http_routes()
     missing = sorted({r.service.full_name for r in routes_read} - set(addresses))
     if missing or READY_SERVICE not in addresses:
         raise ValueError(f"no address for {', '.join(missing or [READY_SERVICE])}")
-    backend = Backend(addresses)
+    backend = Backend(addresses, services)
     document = load_openapi(openapi_path)
 
     async def healthz(request: Request) -> Response:
