@@ -135,6 +135,16 @@ async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
         servers: dict[str, Stoppable] = {str(n): s for n, s in running.items()}
         if "bridge" in names:
             servers["bridge"] = await start_bridge(res.cfg, running)
+        unguarded = [
+            what
+            for what, off in (
+                ("plaintext (no services.tls_cert_file)", cfg.services.tls_cert_file is None),
+                ("no bearer tokens (auth.enabled is false)", not cfg.auth.enabled),
+            )
+            if off
+        ]
+        if unguarded:  # fine on loopback (make up / make demo); not where others reach the ports
+            log.warning("serving %s: for loopback use only", " and ".join(unguarded))
         freeze_long_lived_objects()  # the model, grammars, protobuf classes
         log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
         await serve_until_signal(list(servers.values()), cfg.services.shutdown_grace_s)
