@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,14 +30,10 @@ class TlsStack:
     bridge: BridgeServer
 
 
-@pytest.fixture(scope="module")
-async def tls_stack(
-    config: TriBridConfig,
-    stack: Stack,
-    sample_corpus: indexer_pb2.IndexProgress,
-    tmp_path_factory: pytest.TempPathFactory,
+@asynccontextmanager
+async def tls_services(
+    config: TriBridConfig, certs: CertFiles, *, client_auth: bool
 ) -> AsyncIterator[TlsStack]:
-    certs = make_certs(tmp_path_factory.mktemp("certs"))
     ports = {f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer", "bridge")}
     services = config.services.model_copy(
         update={
@@ -44,6 +41,7 @@ async def tls_stack(
             "tls_cert_file": certs.cert_file,
             "tls_key_file": certs.key_file,
             "tls_ca_file": certs.ca_file,
+            "tls_client_auth": client_auth,
         }
     )
     cfg = config.model_copy(update={"services": services})
@@ -55,6 +53,19 @@ async def tls_stack(
     for server in servers.values():
         await server.stop(0)
     await resources.close()
+
+
+@pytest.fixture(scope="module")
+async def tls_stack(
+    config: TriBridConfig,
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[TlsStack]:
+    async with tls_services(
+        config, make_certs(tmp_path_factory.mktemp("certs")), client_auth=False
+    ) as running:
+        yield running
 
 
 def search() -> common_pb2.SearchRequest:
@@ -94,3 +105,21 @@ async def test_bridge_serves_https_and_calls_the_gateway_over_tls(tls_stack: Tls
         found = await http.post("/v1/search", json=body)
     assert found.status_code == 200, found.text
     assert found.json()["matches"][0]["symbol"] == "shop.payment.validate_card_number"
+
+
+async def test_mutual_tls_refuses_a_client_without_a_certificate(
+    config: TriBridConfig, stack: Stack, sample_corpus: indexer_pb2.IndexProgress, tmp_path: Path
+) -> None:
+    async with tls_services(config, make_certs(tmp_path / "certs"), client_auth=True) as mutual:
+        address = f"127.0.0.1:{mutual.servers['fusion'].port}"
+        one_way = mutual.cfg.services.model_copy(update={"tls_client_auth": False})
+        async with tls.channel(address, one_way) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await fusion_pb2_grpc.FusionStub(channel).Search(search(), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        async with tls.channel(address, mutual.cfg.services) as channel:
+            reply: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
+                search(), timeout=30
+            )
+    # the gateway showed its certificate to every leg
+    assert {r.status for r in reply.legs} == {fusion_pb2.LEG_STATUS_OK}, [r.error for r in reply.legs]

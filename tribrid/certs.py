@@ -83,7 +83,13 @@ def make_certs(directory: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.
         .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                # our services also show it as clients, for mutual TLS (services.tls_client_auth)
+                [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH, x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     files = CertFiles(directory / "ca.pem", directory / "server.pem", directory / "server-key.pem")

@@ -439,6 +439,9 @@ class ServicesConfig(_Section):
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     tls_ca_file: Path | None = None
+    # Mutual TLS between our own services: the gRPC services accept only clients whose certificate
+    # tls_ca_file signed, and our clients present tls_cert_file (the bridge's HTTPS stays one-way).
+    tls_client_auth: bool = False
     # Requests one service serves at once (health checks and reflection aside); beyond it a call is
     # answered RESOURCE_EXHAUSTED at once instead of queueing. 0 = no bound.
     max_in_flight: int = Field(256, ge=0, le=1_000_000)
@@ -447,6 +450,8 @@ class ServicesConfig(_Section):
     def _cert_with_key(self) -> ServicesConfig:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together")
+        if self.tls_client_auth and (self.tls_cert_file is None or self.tls_ca_file is None):
+            raise ValueError("tls_client_auth needs tls_cert_file, tls_key_file and tls_ca_file")
         return self
 
     def address(self, name: str) -> str:

@@ -2,7 +2,8 @@
 
 A server with `services.tls_cert_file` and `tls_key_file` serves TLS only; a client with
 `services.tls_ca_file` connects with TLS and verifies the server's certificate against that CA
-(the names it was issued for must match the address dialled). Without them: plaintext, which
+(the names it was issued for must match the address dialled). With `services.tls_client_auth`,
+both sides show certificates (mutual TLS). Without them: plaintext, which
 `make up` / `make demo` use on loopback.
 """
 
@@ -21,7 +22,12 @@ def server_credentials(services: ServicesConfig) -> grpc.ServerCredentials | Non
         return None
     key = services.tls_key_file.read_bytes()
     cert = services.tls_cert_file.read_bytes()
-    return grpc.ssl_server_credentials([(key, cert)])
+    if not services.tls_client_auth:
+        return grpc.ssl_server_credentials([(key, cert)])
+    assert services.tls_ca_file is not None  # the config checks it
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=services.tls_ca_file.read_bytes(), require_client_auth=True
+    )
 
 
 def channel(
@@ -34,5 +40,10 @@ def channel(
     """A channel to `address`: TLS verified against `services.tls_ca_file` when set, else plaintext."""
     if services.tls_ca_file is None:
         return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
-    credentials = grpc.ssl_channel_credentials(root_certificates=services.tls_ca_file.read_bytes())
+    key = cert = None
+    if services.tls_client_auth and services.tls_cert_file and services.tls_key_file:
+        key, cert = services.tls_key_file.read_bytes(), services.tls_cert_file.read_bytes()
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=services.tls_ca_file.read_bytes(), private_key=key, certificate_chain=cert
+    )
     return grpc.aio.secure_channel(address, credentials, options=options, interceptors=interceptors)
