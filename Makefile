@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PROTO_SRC := $(wildcard protos/tribrid/v1/*.proto)
 PROTO_OUT := tribrid/v1/.generated
 
-.PHONY: install protos up down serve stop status demo test lint unit clean bench-index
+.PHONY: install protos up down serve stop status demo test lint unit clean bench-index certs
 
 install: $(STAMP) $(PROTO_OUT)
 
@@ -45,6 +45,10 @@ stop:
 
 status: install
 	$(BIN)/tribrid status
+
+# A local CA and a server certificate for 127.0.0.1/localhost in .state/certs, to try TLS out.
+certs: install
+	$(BIN)/tribrid certs
 
 demo: serve
 	$(BIN)/tribrid demo

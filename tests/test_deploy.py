@@ -21,6 +21,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, SecretStr
 
+from tribrid import auth
 from tribrid.config import ServicesConfig, TriBridConfig
 
 Manifest = dict[str, Any]
@@ -375,6 +376,18 @@ def test_pod_env_vars_name_config_fields_and_carry_the_secrets(
         assert cfg.generation.api_key.get_secret_value() == secrets["generation-api-key"]
     else:
         assert "TRIBRID_GENERATION__API_KEY" not in env
+    # every service checks bearer tokens, read from the Secret (secret.example.yaml's own tokens)
+    assert cfg.auth.enabled
+    caller = auth.TokenTable(cfg.auth).authenticate("Bearer change-me-admin-token")
+    assert caller.has_scope("admin")
+
+
+def test_bridge_checks_the_same_tokens() -> None:
+    env = _env(_server("bridge"))  # type: ignore[arg-type]
+    assert env["TRIBRID_AUTH__TOKENS"]["valueFrom"]["secretKeyRef"] == {
+        "name": "tribrid-secrets",
+        "key": "auth-tokens",
+    }
 
 
 def test_secret_references_volumes_and_claims_resolve() -> None:

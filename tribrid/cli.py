@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tribrid import auth, tls
 from tribrid.config import ConfigError, TriBridConfig, load_config
 from tribrid.legs import LEG_NAMES, LEGS, source_name
 from tribrid.options import RequestError, set_option
@@ -94,6 +95,27 @@ async def _migrate(cfg: TriBridConfig) -> None:
     await pool.close()
 
 
+@app.command("token-hash")
+def token_hash(token: str = typer.Argument(..., help="the bearer token callers will send")) -> None:
+    """Print the SHA-256 to store for a token in `auth.tokens` (the token itself is never stored)."""
+    console.print(auth.hash_token(token))
+
+
+@app.command()
+def certs(
+    directory: Annotated[Path | None, typer.Option("--dir", help="default: <state_dir>/certs")] = None,
+) -> None:
+    """Write a local CA and a server certificate for localhost/127.0.0.1, to try TLS out."""
+    from tribrid.certs import make_certs
+
+    files = make_certs(directory or _config().state_dir / "certs")
+    console.print(f"CA {files.ca_file}\ncertificate {files.cert_file}\nkey {files.key_file}")
+    console.print(
+        "serve TLS with TRIBRID_SERVICES__TLS_CERT_FILE / TLS_KEY_FILE; clients verify with"
+        " TRIBRID_SERVICES__TLS_CA_FILE"
+    )
+
+
 @app.command()
 def down() -> None:
     """Stop the embedded stores (no-op when not running)."""
@@ -145,7 +167,7 @@ def _serve_background(cfg: TriBridConfig, which: str) -> None:
         wait = (
             _wait_http(address, deadline_s=120)
             if name == "bridge"
-            else _wait_healthy(address, deadline_s=120)
+            else _wait_healthy(address, cfg, deadline_s=120)
         )
         if not asyncio.run(wait) or proc.poll() is not None:
             err_console.print(f"[red]services: {name} did not become healthy; see {log_path}[/red]")
@@ -154,9 +176,9 @@ def _serve_background(cfg: TriBridConfig, which: str) -> None:
     console.print(f"services: {names} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})")
 
 
-async def _wait_healthy(address: str, deadline_s: float) -> bool:
+async def _wait_healthy(address: str, cfg: TriBridConfig, deadline_s: float) -> bool:
     end = time.monotonic() + deadline_s
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address, cfg.services, interceptors=auth.client_interceptors()) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < end:
             try:
@@ -215,7 +237,7 @@ def status() -> None:
         table.add_row(store.name, "running" if store.running else "stopped", store.address, store.detail)
     for name in ALL_SERVICES:
         address = cfg.services.address(name)
-        healthy = asyncio.run(_wait_healthy(address, deadline_s=0.5))
+        healthy = asyncio.run(_wait_healthy(address, cfg, deadline_s=0.5))
         table.add_row(f"service {name}", "serving" if healthy else "down", address, "")
     console.print(table)
     try:
@@ -230,7 +252,9 @@ def status() -> None:
 
 
 async def _list_corpora(cfg: TriBridConfig) -> list[indexer_pb2.CorpusInfo]:
-    async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+    async with tls.channel(
+        cfg.services.address("indexer"), cfg.services, interceptors=auth.client_interceptors()
+    ) as channel:
         reply = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(
             indexer_pb2.ListCorporaRequest(), timeout=5
         )
@@ -260,7 +284,9 @@ def index(
 async def _index(cfg: TriBridConfig, path: Path, corpus: str) -> indexer_pb2.IndexProgress:
     last = indexer_pb2.IndexProgress()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+    async with tls.channel(
+        cfg.services.address("indexer"), cfg.services, interceptors=auth.client_interceptors()
+    ) as channel:
         stub = indexer_pb2_grpc.IndexerStub(channel)
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("walking", total=None)
@@ -279,7 +305,9 @@ def delete(corpus: Annotated[str, typer.Option("--corpus", help="corpus name")])
     cfg = _config()
 
     async def call() -> indexer_pb2.DeleteCorpusResponse:
-        async with grpc.aio.insecure_channel(cfg.services.address("indexer")) as channel:
+        async with tls.channel(
+            cfg.services.address("indexer"), cfg.services, interceptors=auth.client_interceptors()
+        ) as channel:
             stub = indexer_pb2_grpc.IndexerStub(channel)
             reply: indexer_pb2.DeleteCorpusResponse = await stub.DeleteCorpus(
                 indexer_pb2.DeleteCorpusRequest(corpus_id=corpus), timeout=60
@@ -334,7 +362,9 @@ def search(
 async def _search(
     cfg: TriBridConfig, request: common_pb2.SearchRequest, timeout_s: float
 ) -> fusion_pb2.FusionSearchResponse:
-    async with grpc.aio.insecure_channel(cfg.services.address("fusion")) as channel:
+    async with tls.channel(
+        cfg.services.address("fusion"), cfg.services, interceptors=auth.client_interceptors()
+    ) as channel:
         response: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
             request, timeout=timeout_s
         )
@@ -487,7 +517,9 @@ def _graph_call(call: Callable[[graph_pb2_grpc.GraphSearchAsyncStub], Awaitable[
     cfg = _config()
 
     async def run() -> _Reply:
-        async with grpc.aio.insecure_channel(cfg.services.address("graph")) as channel:
+        async with tls.channel(
+            cfg.services.address("graph"), cfg.services, interceptors=auth.client_interceptors()
+        ) as channel:
             stub = graph_pb2_grpc.GraphSearchStub(channel)
             return await call(stub)
 

@@ -433,6 +433,26 @@ class ServicesConfig(_Section):
     indexer_address: str = ""
     bridge_address: str = ""
     shutdown_grace_s: float = Field(5.0, ge=0)
+    # TLS: a service with a certificate and key serves TLS only (the bridge HTTPS); clients (the
+    # gateway, the bridge, the CLI) with a CA file verify the services' certificates against it.
+    # `make certs` writes a local CA and a certificate for 127.0.0.1/localhost into .state/certs.
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_ca_file: Path | None = None
+    # Mutual TLS between our own services: the gRPC services accept only clients whose certificate
+    # tls_ca_file signed, and our clients present tls_cert_file (the bridge's HTTPS stays one-way).
+    tls_client_auth: bool = False
+    # Requests one service serves at once (health checks and reflection aside); beyond it a call is
+    # answered RESOURCE_EXHAUSTED at once instead of queueing. 0 = no bound.
+    max_in_flight: int = Field(256, ge=0, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> ServicesConfig:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        if self.tls_client_auth and (self.tls_cert_file is None or self.tls_ca_file is None):
+            raise ValueError("tls_client_auth needs tls_cert_file, tls_key_file and tls_ca_file")
+        return self
 
     def address(self, name: str) -> str:
         """Where clients find service `name` (a leg's name, "fusion", "indexer" or "bridge")."""
@@ -485,6 +505,32 @@ class IndexerConfig(_Section):
         return self
 
 
+Scope = Literal["search", "index", "admin"]
+
+
+class TokenConfig(_Section):
+    """One bearer token: its SHA-256 (hex; `tribrid token-hash` prints it), what it may do and where."""
+
+    name: str = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    # search: every read RPC; index: IndexCorpus too; admin: everything (DeleteCorpus).
+    scopes: list[Scope] = Field(min_length=1)
+    # Corpus ids the token may search, index or list; "*" = all.
+    corpora: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+
+
+class AuthConfig(_Section):
+    """Bearer tokens on every gRPC service and the HTTP bridge. Off by default, for a stack that
+    listens on loopback only (`make up`/`make demo`); turn it on wherever a port is reachable."""
+
+    enabled: bool = False
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    # A JSON list of tokens in the shape of `tokens` (a mounted Kubernetes Secret), added to them.
+    # (Enabled without any token, a service refuses to start: checked where the tokens are read,
+    # since on Kubernetes they arrive by environment, apart from the config file.)
+    tokens_file: Path | None = None
+
+
 class TelemetryConfig(_Section):
     service_name: str = "tribrid"
     otlp_endpoint: str | None = None
@@ -520,6 +566,7 @@ class TriBridConfig(BaseSettings):
     services: ServicesConfig = ServicesConfig()
     indexer: IndexerConfig = IndexerConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    auth: AuthConfig = AuthConfig()
 
     @model_validator(mode="after")
     def _default_techniques_can_run(self) -> TriBridConfig:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import asyncpg
 
-from tribrid import telemetry
+from tribrid import telemetry, tls
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder, get_embedder
 from tribrid.graphstore import GraphStore, open_graph_store
@@ -99,7 +99,14 @@ async def start_services(
             res.cfg = _with_leg_addresses(res.cfg, running)
         spec = await build_spec(name, res)
         port: int = getattr(cfg.services, f"{name}_port")
-        running[name] = await start_server([spec], cfg.services.bind_host, port)
+        running[name] = await start_server(
+            [spec],
+            cfg.services.bind_host,
+            port,
+            auth_cfg=cfg.auth,
+            max_in_flight=cfg.services.max_in_flight,
+            tls=tls.server_credentials(cfg.services),
+        )
     return running
 
 
@@ -128,6 +135,16 @@ async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
         servers: dict[str, Stoppable] = {str(n): s for n, s in running.items()}
         if "bridge" in names:
             servers["bridge"] = await start_bridge(res.cfg, running)
+        unguarded = [
+            what
+            for what, off in (
+                ("plaintext (no services.tls_cert_file)", cfg.services.tls_cert_file is None),
+                ("no bearer tokens (auth.enabled is false)", not cfg.auth.enabled),
+            )
+            if off
+        ]
+        if unguarded:  # fine on loopback (make up / make demo); not where others reach the ports
+            log.warning("serving %s: for loopback use only", " and ".join(unguarded))
         freeze_long_lived_objects()  # the model, grammars, protobuf classes
         log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
         await serve_until_signal(list(servers.values()), cfg.services.shutdown_grace_s)

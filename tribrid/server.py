@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, TypeVar, cast
 
@@ -15,8 +16,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from pydantic import ValidationError
 
-from tribrid import telemetry
-from tribrid.config import describe_errors
+from tribrid import auth, telemetry
+from tribrid.config import AuthConfig, describe_errors
 from tribrid.options import RequestError
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class RequestErrors(grpc.aio.ServerInterceptor):
             return grpc.unary_unary_rpc_method_handler(
                 answer_unary, handler.request_deserializer, handler.response_serializer
             )
-        if handler.unary_stream is not None:
+        if telemetry.yields_messages(handler):
             stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
 
             async def answer_stream(
@@ -103,16 +104,130 @@ class RequestErrors(grpc.aio.ServerInterceptor):
         return handler
 
 
-async def start_server(specs: Sequence[ServiceSpec], host: str, port: int) -> RunningServer:
-    """Start a grpc.aio server hosting `specs` plus health and reflection; port 0 picks a free one."""
-    server = grpc.aio.server(interceptors=[*telemetry.server_interceptors(), RequestErrors()])
+# Around one call of an RPC (method path, request, context): raises RequestError to refuse it.
+Admission = Callable[
+    [str, Any, "grpc.aio.ServicerContext[Any, Any]"], contextlib.AbstractContextManager[None]
+]
+
+
+def _admitted(
+    handler: grpc.RpcMethodHandler[_Req, _Resp], method: str, admission: Admission
+) -> grpc.RpcMethodHandler[_Req, _Resp]:
+    """`handler` with every call run inside `admission` (inside RequestErrors, which answers a refusal)."""
+    if handler.unary_unary is not None:
+        unary = cast("telemetry.AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
+
+        async def admit_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
+            with admission(method, request, context):
+                return await unary(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            admit_unary, handler.request_deserializer, handler.response_serializer
+        )
+    if telemetry.yields_messages(handler):
+        stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
+
+        async def admit_stream(
+            request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
+        ) -> AsyncIterator[_Resp]:
+            with admission(method, request, context):
+                async for item in stream(request, context):
+                    yield item
+
+        return grpc.unary_stream_rpc_method_handler(
+            admit_stream, handler.request_deserializer, handler.response_serializer
+        )
+    return handler  # streaming requests, and a Watch that writes its messages (open services only)
+
+
+class _Admitting(grpc.aio.ServerInterceptor):
+    """Runs every call of the contract's RPCs (health and reflection aside) inside `admit`."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
+        ],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
+        handler = await continuation(details)
+        method: str = details.method  # type: ignore[attr-defined]
+        if handler is None or auth.is_open(method):
+            return handler
+        return _admitted(handler, method, self.admit)
+
+    def admit(
+        self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+
+class BearerTokens(_Admitting):
+    """UNAUTHENTICATED without a known bearer token, PERMISSION_DENIED without the RPC's scope or
+    the request's corpus; the caller is then `auth.CALLER` for the servicer and its outgoing calls."""
+
+    def __init__(self, cfg: AuthConfig) -> None:
+        self.tokens = auth.TokenTable(cfg)
+
+    @contextlib.contextmanager
+    def admit(self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Iterator[None]:
+        caller = self.tokens.authorize(method, tuple(context.invocation_metadata() or ()), request)
+        token = auth.CALLER.set(caller)
+        try:
+            yield
+        finally:
+            auth.CALLER.reset(token)
+
+
+class InFlightLimit(_Admitting):
+    """At most `limit` calls served at once; the next is answered RESOURCE_EXHAUSTED right away
+    (a caller retries or goes elsewhere: a queue would only grow every answer's latency)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_flight = 0
+
+    @contextlib.contextmanager
+    def admit(self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Iterator[None]:
+        if self.in_flight >= self.limit:
+            telemetry.METRICS.shed.labels(method).inc()
+            raise RequestError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{self.limit} requests in flight (services.max_in_flight): retry later",
+            )
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
+
+async def start_server(
+    specs: Sequence[ServiceSpec],
+    host: str,
+    port: int,
+    *,
+    auth_cfg: AuthConfig | None = None,
+    max_in_flight: int = 0,
+    tls: grpc.ServerCredentials | None = None,
+) -> RunningServer:
+    """Start a grpc.aio server hosting `specs` plus health and reflection; port 0 picks a free one.
+    `auth_cfg` (when enabled): bearer tokens on every RPC but health and reflection;
+    `max_in_flight` (0 = none): the bound on calls served at once; `tls`: serve TLS only."""
+    admission: list[grpc.aio.ServerInterceptor] = []
+    if auth_cfg is not None and auth_cfg.enabled:
+        admission.append(BearerTokens(auth_cfg))
+    if max_in_flight > 0:
+        admission.append(InFlightLimit(max_in_flight))
+    server = grpc.aio.server(interceptors=[*telemetry.server_interceptors(), RequestErrors(), *admission])
     for spec in specs:
         spec.register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [spec.full_name for spec in specs]
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = server.add_insecure_port(address) if tls is None else server.add_secure_port(address, tls)
     if bound == 0:
         raise RuntimeError(f"cannot bind {host}:{port}")
     await server.start()

@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 import grpc
 import prometheus_client
 from opentelemetry import trace
-from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
+from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor, filters
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
@@ -94,7 +94,10 @@ def instrument_asyncpg() -> None:
 
 
 def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
-    return [aio_server_interceptor(), MetricsServerInterceptor()]  # type: ignore[no-untyped-call]
+    # Health checks are not traced: they are noise, and the tracing interceptor iterates a
+    # streaming handler, which health's Watch (a coroutine writing its messages) is not.
+    untraced = filters.negate(filters.health_check())  # type: ignore[no-untyped-call]
+    return [aio_server_interceptor(filter_=untraced), MetricsServerInterceptor()]  # type: ignore[no-untyped-call]
 
 
 def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
@@ -225,6 +228,12 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
+        self.shed = prometheus_client.Counter(
+            "tribrid_shed_requests_total",
+            "Calls answered RESOURCE_EXHAUSTED because services.max_in_flight were in flight, by method",
+            ["method"],
+            registry=registry,
+        )
         self.http_requests = prometheus_client.Counter(
             "tribrid_http_requests_total",
             "HTTP bridge requests, by route and HTTP status",
@@ -262,9 +271,17 @@ def start_metrics_server(cfg: TelemetryConfig, host: str = "0.0.0.0") -> int | N
 
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
+
+
 # What a grpc.aio server's method handler holds in `unary_unary` and `unary_stream`: a coroutine
 # function and an async generator function, both taking the aio context. The grpc stubs type
 # `grpc.RpcMethodHandler`'s behaviours for the sync server only, so interceptors cast to these.
+def yields_messages(handler: grpc.RpcMethodHandler[Any, Any]) -> bool:
+    """A server-streaming handler that yields its messages, which an interceptor can wrap; the
+    other kind (grpc_health's Watch) is a coroutine writing them with `context.write`."""
+    return handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream)
+
+
 AioUnaryUnary = Callable[[_Req, grpc.aio.ServicerContext[_Req, _Resp]], Awaitable[_Resp]]
 AioUnaryStream = Callable[[_Req, grpc.aio.ServicerContext[_Req, _Resp]], AsyncIterator[_Resp]]
 
@@ -317,7 +334,7 @@ class MetricsServerInterceptor(grpc.aio.ServerInterceptor):
             return grpc.unary_unary_rpc_method_handler(
                 unary_unary, handler.request_deserializer, handler.response_serializer
             )
-        if handler.unary_stream is not None:
+        if yields_messages(handler):
             inner_us = cast("AioUnaryStream[_Req, _Resp]", handler.unary_stream)
 
             async def unary_stream(

@@ -30,9 +30,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry import trace
 from opentelemetry.propagate import extract
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.bridge import openapi
 from services.bridge.contract import (
@@ -48,8 +50,9 @@ from services.bridge.contract import (
     resolve_scalar,
     starlette_param,
 )
-from tribrid import telemetry
-from tribrid.config import TriBridConfig
+from tribrid import auth, telemetry, tls
+from tribrid.config import AuthConfig, ServicesConfig, TriBridConfig
+from tribrid.options import RequestError
 from tribrid.v1 import fusion_pb2
 
 log = logging.getLogger(__name__)
@@ -165,8 +168,9 @@ def parse_params(request: Request, route: HttpRoute, message: Message) -> None:
 class Backend:
     """Long-lived channels to the services, opened on first use (inside the event loop)."""
 
-    def __init__(self, addresses: Mapping[str, str]) -> None:
+    def __init__(self, addresses: Mapping[str, str], services: ServicesConfig | None = None) -> None:
         self.addresses = dict(addresses)
+        self.services = services or ServicesConfig()
         self._channels: dict[str, grpc.aio.Channel] = {}
         # one multicallable per RPC ("/tribrid.v1.GraphSearch/Stats"), on its service's channel
         self._unary: dict[str, grpc.aio.UnaryUnaryMultiCallable[Message, Message]] = {}
@@ -174,8 +178,11 @@ class Backend:
 
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self._channels:
-            self._channels[address] = grpc.aio.insecure_channel(
-                address, interceptors=telemetry.client_interceptors()
+            self._channels[address] = tls.channel(
+                # the caller's token goes on to the services, which check its scopes and corpora
+                address,
+                self.services,
+                interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
             )
         return self._channels[address]
 
@@ -212,6 +219,34 @@ class Backend:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+# Paths anyone may read: probes and the contract.
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+
+
+class BearerAuth:
+    """401 for a request without a known bearer token; otherwise the caller is `auth.CALLER` and
+    its token goes with every gRPC call (the services answer a scope or corpus it lacks: 403)."""
+
+    def __init__(self, app: ASGIApp, cfg: AuthConfig) -> None:
+        self.app = app
+        self.tokens = auth.TokenTable(cfg)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            caller = self.tokens.authenticate(Request(scope).headers.get("authorization"))
+        except RequestError as err:
+            response = error_response(401, err.code.name, err.message)
+            response.headers["WWW-Authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+        token = auth.CALLER.set(caller)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            auth.CALLER.reset(token)
 
 
 def _observed(route: str, handler: Handler) -> Handler:
@@ -311,15 +346,18 @@ def create_app(
     addresses: Mapping[str, str],
     timeout_s: float | None = 5.0,
     openapi_path: Path | None = openapi.DEFAULT_PATH,
+    auth_cfg: AuthConfig | None = None,
+    services: ServicesConfig | None = None,
 ) -> Starlette:
     """The bridge app. `addresses`: by service full name ("tribrid.v1.GraphSearch"), one for every
     public service; `timeout_s`: see default_timeout; `openapi_path`: the document `make protos`
-    wrote (built here when absent)."""
+    wrote (built here when absent); `auth_cfg` (when enabled): bearer tokens (BearerAuth);
+    `services`: its TLS settings for the calls to the services (`tls_ca_file`)."""
     routes_read = http_routes()
     missing = sorted({r.service.full_name for r in routes_read} - set(addresses))
     if missing or READY_SERVICE not in addresses:
         raise ValueError(f"no address for {', '.join(missing or [READY_SERVICE])}")
-    backend = Backend(addresses)
+    backend = Backend(addresses, services)
     document = load_openapi(openapi_path)
 
     async def healthz(request: Request) -> Response:
@@ -363,8 +401,12 @@ def create_app(
         Route("/readyz", _observed("/readyz", readyz), methods=["GET"]),
         Route("/openapi.json", openapi_json, methods=["GET"]),
     ]
+    middleware = [Middleware(BearerAuth, cfg=auth_cfg)] if auth_cfg is not None and auth_cfg.enabled else []
     app = Starlette(
-        routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: method_not_allowed}
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: not_found, 405: method_not_allowed},
+        middleware=middleware,
     )
     app.state.backend = backend
     return app

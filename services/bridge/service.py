@@ -44,12 +44,26 @@ class BridgeServer:
 async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer:
     """Serve the bridge on host:port (0 = a free port) until stopped; it calls the services at
     their addresses in `cfg.services`."""
-    app = create_app(addresses_from_config(cfg), timeout_s=cfg.fusion.default_deadline_ms / 1000)
+    app = create_app(
+        addresses_from_config(cfg),
+        timeout_s=cfg.fusion.default_deadline_ms / 1000,
+        auth_cfg=cfg.auth,
+        services=cfg.services,
+    )
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.set_inheritable(True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    cert, key = cfg.services.tls_cert_file, cfg.services.tls_key_file
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        # HTTPS with the services' certificate when one is configured
+        ssl_certfile=str(cert) if cert is not None else None,
+        ssl_keyfile=str(key) if key is not None else None,
+    )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -58,5 +72,6 @@ async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer
             raise RuntimeError("bridge stopped during start-up")
         await asyncio.sleep(0.01)
     bound = int(sock.getsockname()[1])
-    log.info("serving", extra={"services": ["bridge"], "address": f"http://{host}:{bound}"})
+    scheme = "https" if cert is not None else "http"
+    log.info("serving", extra={"services": ["bridge"], "address": f"{scheme}://{host}:{bound}"})
     return BridgeServer(server, task, bound)

@@ -26,7 +26,7 @@ from services.fusion.fuse import (
 )
 from services.fusion.generation import GenerationClient
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
-from tribrid import telemetry
+from tribrid import auth, telemetry, tls
 from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
@@ -119,12 +119,14 @@ def _record(leg_span: Any, outcome: LegOutcome) -> None:
 class LegClient:
     """One long-lived channel to one leg service: its `Search`, and `ExpandContext` if it has one."""
 
-    def __init__(self, leg: LegInfo, address: str) -> None:
+    def __init__(self, leg: LegInfo, address: str, services: ServicesConfig | None = None) -> None:
         self.leg = leg.name
-        self.channel = grpc.aio.insecure_channel(
+        self.channel = tls.channel(
             address,
+            services or ServicesConfig(),
             options=channel_options(leg.service),
-            interceptors=telemetry.client_interceptors(),
+            # the legs check the caller's own token: a leg is no way around the gateway
+            interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
         )
         self._search = self.channel.unary_unary(
             f"/{leg.service}/Search",
@@ -272,7 +274,7 @@ class Gateway:
         pool: asyncpg.Pool,
         generation: GenerationClient | None = None,
     ) -> Gateway:
-        legs = {leg.name: LegClient(leg, services.address(leg.name)) for leg in LEGS}
+        legs = {leg.name: LegClient(leg, services.address(leg.name), services) for leg in LEGS}
         return cls(cfg, limits, legs, pool, generation)
 
     async def close(self) -> None:

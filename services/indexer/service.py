@@ -11,6 +11,7 @@ import grpc
 from services.indexer.graph_writer import discard_uncommitted, drop_generation
 from services.indexer.pg_writer import CorpusBusy, delete_corpus
 from services.indexer.pipeline import IndexPipeline
+from tribrid import auth
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
@@ -74,6 +75,7 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
                     embedding_model=c["embedding_model"],
                 )
                 for c in await list_corpora(self._pool)
+                if auth.may_see(c["corpus_id"])  # a token lists only its own corpora
             ]
         )
 
