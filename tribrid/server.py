@@ -7,7 +7,7 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, TypeVar, cast
 
@@ -57,6 +57,48 @@ async def _answer(context: grpc.aio.ServicerContext[Any, Any], error: Exception)
 
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
+# What one call of an RPC runs inside, given its request and context: it may refuse the call by
+# raising, or answer what the call raised by aborting; it never swallows an exception.
+Around = Callable[[Any, "grpc.aio.ServicerContext[Any, Any]"], "contextlib.AbstractAsyncContextManager[None]"]
+
+
+def _around(
+    handler: grpc.RpcMethodHandler[_Req, _Resp], around: Around
+) -> grpc.RpcMethodHandler[_Req, _Resp]:
+    """`handler` with every call run inside `around(request, context)`."""
+    if handler.unary_unary is not None:
+        unary = cast("telemetry.AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
+
+        async def call_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
+            async with around(request, context):
+                return await unary(request, context)
+            raise AssertionError("an Around swallowed an exception")  # none does: see Around
+
+        return grpc.unary_unary_rpc_method_handler(
+            call_unary, handler.request_deserializer, handler.response_serializer
+        )
+    if telemetry.yields_messages(handler):
+        stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
+
+        async def call_stream(
+            request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
+        ) -> AsyncIterator[_Resp]:
+            async with around(request, context):
+                async for item in stream(request, context):
+                    yield item
+
+        return grpc.unary_stream_rpc_method_handler(
+            call_stream, handler.request_deserializer, handler.response_serializer
+        )
+    return handler  # streaming requests, and a Watch that writes its messages (open services only)
+
+
+@contextlib.asynccontextmanager
+async def _answering(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
+    try:
+        yield
+    except (RequestError, ValidationError) as err:
+        await _answer(context, err)
 
 
 class RequestErrors(grpc.aio.ServerInterceptor):
@@ -72,72 +114,7 @@ class RequestErrors(grpc.aio.ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
         handler = await continuation(details)
-        if handler is None:
-            return None
-        if handler.unary_unary is not None:
-            unary = cast("telemetry.AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
-
-            async def answer_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
-                try:
-                    return await unary(request, context)
-                except (RequestError, ValidationError) as err:
-                    await _answer(context, err)
-
-            return grpc.unary_unary_rpc_method_handler(
-                answer_unary, handler.request_deserializer, handler.response_serializer
-            )
-        if telemetry.yields_messages(handler):
-            stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
-
-            async def answer_stream(
-                request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
-            ) -> AsyncIterator[_Resp]:
-                try:
-                    async for item in stream(request, context):
-                        yield item
-                except (RequestError, ValidationError) as err:
-                    await _answer(context, err)
-
-            return grpc.unary_stream_rpc_method_handler(
-                answer_stream, handler.request_deserializer, handler.response_serializer
-            )
-        return handler
-
-
-# Around one call of an RPC (method path, request, context): raises RequestError to refuse it.
-Admission = Callable[
-    [str, Any, "grpc.aio.ServicerContext[Any, Any]"], contextlib.AbstractContextManager[None]
-]
-
-
-def _admitted(
-    handler: grpc.RpcMethodHandler[_Req, _Resp], method: str, admission: Admission
-) -> grpc.RpcMethodHandler[_Req, _Resp]:
-    """`handler` with every call run inside `admission` (inside RequestErrors, which answers a refusal)."""
-    if handler.unary_unary is not None:
-        unary = cast("telemetry.AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
-
-        async def admit_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
-            with admission(method, request, context):
-                return await unary(request, context)
-
-        return grpc.unary_unary_rpc_method_handler(
-            admit_unary, handler.request_deserializer, handler.response_serializer
-        )
-    if telemetry.yields_messages(handler):
-        stream = cast("telemetry.AioUnaryStream[_Req, _Resp]", handler.unary_stream)
-
-        async def admit_stream(
-            request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
-        ) -> AsyncIterator[_Resp]:
-            with admission(method, request, context):
-                async for item in stream(request, context):
-                    yield item
-
-        return grpc.unary_stream_rpc_method_handler(
-            admit_stream, handler.request_deserializer, handler.response_serializer
-        )
-    return handler  # streaming requests, and a Watch that writes its messages (open services only)
+        return None if handler is None else _around(handler, _answering)
 
 
 class _Admitting(grpc.aio.ServerInterceptor):
@@ -154,11 +131,11 @@ class _Admitting(grpc.aio.ServerInterceptor):
         method: str = details.method  # type: ignore[attr-defined]
         if handler is None or auth.is_open(method):
             return handler
-        return _admitted(handler, method, self.admit)
+        return _around(handler, lambda request, context: self.admit(method, request, context))
 
     def admit(
         self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> contextlib.AbstractContextManager[None]:
+    ) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
 
@@ -169,8 +146,10 @@ class BearerTokens(_Admitting):
     def __init__(self, cfg: AuthConfig) -> None:
         self.tokens = auth.TokenTable(cfg)
 
-    @contextlib.contextmanager
-    def admit(self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def admit(
+        self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
         caller = self.tokens.authorize(method, tuple(context.invocation_metadata() or ()), request)
         token = auth.CALLER.set(caller)
         try:
@@ -187,8 +166,10 @@ class InFlightLimit(_Admitting):
         self.limit = limit
         self.in_flight = 0
 
-    @contextlib.contextmanager
-    def admit(self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def admit(
+        self, method: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[None]:
         if self.in_flight >= self.limit:
             telemetry.METRICS.shed.labels(method).inc()
             raise RequestError(
