@@ -63,6 +63,13 @@ unit: install
 
 test: lint unit
 
+.PHONY: fuzz
+# The long fuzz campaign: FUZZ_EXAMPLES random requests per RPC (12 RPCs; the default is > 10,000
+# in all), then a table of the answers per RPC and status code.
+FUZZ_EXAMPLES ?= 900
+fuzz: install
+	TRIBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s tests/test_fuzz.py
+
 # Cold then unchanged index of a real repository (networkx, ~580 files); PATH_TO_INDEX=... to choose another.
 bench-index: up
 	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
