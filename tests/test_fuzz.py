@@ -89,8 +89,21 @@ BOUNDARY_TEXT = st.sampled_from(
         "é" * 3,
     ]
 )
+# names and words of the indexed sample corpus, so entity RPCs and searches also find something
+CORPUS_TEXT = st.sampled_from(
+    [
+        "Cart",
+        "compute_discount",
+        "apply_tax",
+        "validate_card_number",
+        "PaymentGateway",
+        "Inventory",
+        "cart total",
+    ]
+)
 TEXT = st.one_of(
     BOUNDARY_TEXT,
+    CORPUS_TEXT,
     st.text(max_size=40),
     st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=8).map(lambda s: s * 5000),
 )
