@@ -63,6 +63,14 @@ unit: install
 
 test: lint unit
 
+.PHONY: fuzz
+# The long fuzz campaign: FUZZ_EXAMPLES random requests per RPC (12 RPCs, ListCorpora takes no input: > 10,000
+# in all), then a table of the answers per RPC and status code; then the bridge's HTTP operations
+# from its OpenAPI document (schemathesis), FUZZ_EXAMPLES each.
+FUZZ_EXAMPLES ?= 1000
+fuzz: install
+	TRIBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s tests/test_fuzz.py tests/test_bridge_fuzz.py
+
 # Cold then unchanged index of a real repository (networkx, ~580 files); PATH_TO_INDEX=... to choose another.
 bench-index: up
 	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)

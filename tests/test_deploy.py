@@ -8,6 +8,7 @@ validate, a secret key that does not exist, a connection pool that would exhaust
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal, cast, get_args
 from urllib.parse import urlsplit
 
+import kubernetes_validate
 import pytest
 import yaml
 from pydantic import BaseModel, SecretStr
@@ -41,6 +43,9 @@ SEARCH_POOLS: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph")
 NEO4J_CLIENTS: tuple[Component, ...] = ("graph", "indexer")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 PART_OF = "tribrid"
+# The Kubernetes release whose schemas (shipped inside kubernetes-validate: no network) the
+# manifests must satisfy: the oldest one deploy/README.md supports.
+KUBERNETES_VERSION = "1.31"
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -221,6 +226,33 @@ def test_kustomization_applies_every_manifest_but_the_secret_example() -> None:
     assert kustomization["namespace"] == "tribrid"
     assert _get("Namespace", "tribrid")
     assert any(image["name"] == "tribrid" and image.get("newTag") for image in kustomization["images"])
+
+
+def _schema_documents() -> list[tuple[str, Manifest]]:
+    """Every Kubernetes object in deploy/k8s (the kustomization is kustomize's, not the API's)."""
+    return [
+        (f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc)
+        for path in sorted(K8S.glob("*.y*ml"))
+        if path.name != "kustomization.yaml"
+        for doc in _load(path)
+    ]
+
+
+@pytest.mark.parametrize(("name", "doc"), _schema_documents(), ids=[name for name, _ in _schema_documents()])
+def test_manifest_validates_against_the_kubernetes_schema(name: str, doc: Manifest) -> None:
+    # strict: a misspelt or misplaced field (which kubectl would drop or reject) fails too
+    kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_schema_validation_catches_a_broken_manifest() -> None:
+    deployment = copy.deepcopy(_deployment("fusion"))
+    _containers(deployment)[0]["ports"][0]["containerPort"] = "not-a-port"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    misplaced = copy.deepcopy(_deployment("fusion"))
+    misplaced["spec"]["replica"] = 2
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(misplaced, KUBERNETES_VERSION, strict=True)
 
 
 def test_every_resource_is_named_and_labelled() -> None:

@@ -60,7 +60,8 @@ def enum_value_name(enum: EnumDescriptor, number: int, path: str) -> str:
 def _value(field: FieldDescriptor, value: Any, path: str) -> Any:
     if field.enum_type is not None:
         if field.enum_type.full_name == legs_pb2.Leg.DESCRIPTOR.full_name:
-            return legs_pb2.Leg.Name(value).removeprefix("LEG_").lower() if value else ""
+            # unset (0) is left to the caller, which says the entry needs a leg
+            return enum_value_name(field.enum_type, value, path) if value else ""
         return enum_value_name(field.enum_type, value, path)
     if field.message_type is not None:
         return option_values(value, path)

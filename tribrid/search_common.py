@@ -47,6 +47,9 @@ def validate_search(
     if not 1 <= top_k <= max_top_k:
         raise invalid(f"top_k must be between 1 and {max_top_k}, got {top_k}")
     glob = request.filters.path_glob.strip()
+    # the filters reach PostgreSQL as text parameters, which cannot hold a NUL character
+    if "\x00" in glob or any("\x00" in lang for lang in request.filters.languages):
+        raise invalid("filters: path_glob and languages must not contain a NUL character")
     return SearchParams(
         corpus_id=request.corpus_id,
         query=query,

@@ -48,11 +48,23 @@ class RunningServer:
                 await spec.on_stop()
 
 
+# Messages echo the caller's values; the status message travels percent-encoded in a trailer that
+# clients may drop beyond 8 KiB of metadata (answering RESOURCE_EXHAUSTED "Stream removed" instead
+# of the rejection). 500 characters stay under it even at 12 encoded bytes per character.
+MAX_ERROR_MESSAGE_CHARS = 500
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_ERROR_MESSAGE_CHARS:
+        return message
+    return message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+
+
 async def _answer(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     if isinstance(error, RequestError):
-        await context.abort(error.code, error.message)
+        await context.abort(error.code, _bounded(error.message))
     assert isinstance(error, ValidationError)
-    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "; ".join(describe_errors(error)))
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bounded("; ".join(describe_errors(error))))
 
 
 _Req = TypeVar("_Req")
