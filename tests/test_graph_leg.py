@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from functools import partial
 
@@ -86,21 +87,41 @@ async def key(store: GraphStore) -> AsyncIterator[str]:
     await store.delete_corpus(graph)
 
 
-@pytest.fixture
-async def fixture_corpus(stack: Stack) -> AsyncIterator[str]:
-    """The fixture graph as an indexed corpus: a corpora row, one chunk per entity, the graph."""
-    corpus_id = f"gleg-{uuid.uuid4().hex[:10]}"
+@asynccontextmanager
+async def graph_corpus(
+    stack: Stack, prefix: str, entities: Callable[[str], list[Entity]], relations: list[Relation]
+) -> AsyncIterator[str]:
+    """A committed corpus holding these entities (of the corpus id given), one chunk each, and these
+    relations; removed from both stores afterwards."""
+    corpus_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    made = entities(corpus_id)
     chunks = [
-        StoredChunk(f"chunk-{n}", f"app/{n}.py", "python", f"app.{n}", f"def {n}(): pass")
-        for n in FIXTURE_NAMES
+        StoredChunk(e.chunk_id, e.file_path, "python", e.qualified_name, f"def {e.name}(): pass")
+        for e in made
     ]
     await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
     store = stack.resources.graph()
     graph = graph_key(corpus_id, GENERATION)
-    await load_fixture_graph(store, graph, corpus_id)
-    yield corpus_id
-    await store.delete_corpus(graph)
-    await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+    await store.ensure_schema(graph)
+    await store.upsert_entities(graph, made)
+    await store.upsert_relations(graph, relations)
+    try:
+        yield corpus_id
+    finally:
+        await store.delete_corpus(graph)
+        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+
+
+def entities_named(names: list[str]) -> Callable[[str], list[Entity]]:
+    return lambda corpus_id: [ent(corpus_id, n) for n in names]
+
+
+@pytest.fixture
+async def fixture_corpus(stack: Stack) -> AsyncIterator[str]:
+    """The fixture graph as an indexed corpus: a corpora row, one chunk per entity, the graph."""
+    edges = [Relation(a, b, t) for a, b, t in FIXTURE_EDGES]
+    async with graph_corpus(stack, "gleg", fixture_entities, edges) as corpus_id:
+        yield corpus_id
 
 
 def graph_options(**options: object) -> common_pb2.SearchOptions:
@@ -233,7 +254,6 @@ async def test_provenance_is_filled(stack: Stack, fixture_corpus: str) -> None:
 async def test_inferred_calls_rank_below_proven_ones_and_say_so(stack: Stack) -> None:
     """Callers and callees: proven calls first, then calls inferred by method name, weighed
     INFERRED_CALL_WEIGHT x confidence, with the confidence in the match's detail."""
-    corpus_id = f"ginf-{uuid.uuid4().hex[:10]}"
     edges = [
         Relation("caller", "checkout", "calls"),
         Relation("guesser", "checkout", "calls", inferred=True, confidence=0.5),
@@ -241,17 +261,7 @@ async def test_inferred_calls_rank_below_proven_ones_and_say_so(stack: Stack) ->
         Relation("checkout", "maybe_total", "calls", inferred=True, confidence=1.0),
     ]
     entity_names = ["caller", "checkout", "guesser", "maybe_total", "total"]
-    chunks = [
-        StoredChunk(f"chunk-{n}", f"app/{n}.py", "python", f"app.{n}", f"def {n}(): pass")
-        for n in entity_names
-    ]
-    await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
-    store = stack.resources.graph()
-    graph = graph_key(corpus_id, GENERATION)
-    await store.ensure_schema(graph)
-    await store.upsert_entities(graph, [ent(corpus_id, n) for n in entity_names])
-    await store.upsert_relations(graph, edges)
-    try:
+    async with graph_corpus(stack, "ginf", entities_named(entity_names), edges) as corpus_id:
         callers = await graph_search(stack, corpus_id, "who calls checkout", max_hops=1)
         assert names(callers) == ["caller", "checkout", "guesser"]
         # hop decay 0.8 x calls 1.0, then x 0.8 x 0.5 for the inferred one; the seed 0.5
@@ -262,30 +272,14 @@ async def test_inferred_calls_rank_below_proven_ones_and_say_so(stack: Stack) ->
         assert names(callees) == ["total", "maybe_total", "checkout"]
         assert [round(m.score, 4) for m in callees] == [0.8, 0.64, 0.5]
         assert callees[1].explain[0].detail.endswith("inferred=1.00")
-    finally:
-        await store.delete_corpus(graph)
-        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 async def test_a_plain_name_ranks_its_definition_above_a_neighbour_with_many_paths(stack: Stack) -> None:
     """`user` calls `widget` and 13 `widget_*` seeds: 14 shortest paths lift it past its seed
     (0.8 x (1 + 0.1 ln 14) = 1.011); for a plain name it ties the seed at most, and the seed wins."""
-    corpus_id = f"gcap-{uuid.uuid4().hex[:10]}"
     prefixed = [f"widget_{letter}" for letter in "abcdefghijklm"]
-    entity_names = ["widget", "user", *prefixed]
-    chunks = [
-        StoredChunk(f"chunk-{n}", f"app/{n}.py", "python", f"app.{n}", f"def {n}(): pass")
-        for n in entity_names
-    ]
-    await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
-    store = stack.resources.graph()
-    graph = graph_key(corpus_id, GENERATION)
-    await store.ensure_schema(graph)
-    await store.upsert_entities(graph, [ent(corpus_id, n) for n in entity_names])
-    await store.upsert_relations(
-        graph, [Relation("user", target, "calls") for target in ["widget", *prefixed]]
-    )
-    try:
+    edges = [Relation("user", target, "calls") for target in ["widget", *prefixed]]
+    async with graph_corpus(stack, "gcap", entities_named(["widget", "user", *prefixed]), edges) as corpus_id:
         plain = await graph_search(stack, corpus_id, "widget", max_hops=1)
         assert names(plain)[:2] == ["widget", "user"]
         assert plain[0].score == pytest.approx(1.0)
@@ -295,9 +289,6 @@ async def test_a_plain_name_ranks_its_definition_above_a_neighbour_with_many_pat
         callers = await graph_search(stack, corpus_id, "who calls widget", max_hops=1)
         assert names(callers)[0] == "user"
         assert callers[0].score == pytest.approx(0.8 * (1 + 0.1 * math.log(14)))
-    finally:
-        await store.delete_corpus(graph)
-        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 async def test_entity_types_restrict_seeds(stack: Stack, fixture_corpus: str) -> None:
