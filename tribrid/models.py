@@ -36,7 +36,9 @@ class Chunk:
 class Entity:
     entity_id: str
     corpus_id: str
-    type: str  # one of config.ENTITY_TYPES
+    # a code entity's kind (config.CODE_ENTITY_TYPES), "document", "chunk", or a named-entity
+    # type of config.entities.types ("person", "organization", ...)
+    type: str
     name: str
     qualified_name: str
     file_path: str
@@ -46,14 +48,23 @@ class Entity:
     # Calls and bases this entity makes that resolve to nothing in the corpus, as written
     # ("np.mean", "requests.get", "Base"): kept, so "who calls requests.get" still has an answer.
     unresolved: tuple[str, ...] = ()
+    # Named entities: the other surface forms met in the text ("Dell" for "Dell Technologies"),
+    # sorted; looked up like the name.
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Relation:
     source_id: str
     target_id: str
-    type: str  # one of config.RELATIONSHIP_TYPES
+    type: str  # config.RELATIONSHIP_TYPES, or another name the config gives
     # A call inferred by method name (`x.m()` on a receiver of unknown type), not proven by the
     # bindings: confidence is 1 / the number of same-named methods it could be. Proven edges: 1.0.
     inferred: bool = False
     confidence: float = 1.0
+    # Document edges' properties (0 where they don't apply, and then not stored):
+    # MENTIONS: times the chunk mentions the entity; RELATED_TO: co-occurrence strength in [0, 1];
+    # SIMILAR_TO: cosine similarity of the two chunks' embeddings.
+    count: int = 0
+    strength: float = 0.0
+    similarity: float = 0.0

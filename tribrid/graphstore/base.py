@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
-from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
+from tribrid.config import GRAPH_TYPE_PATTERN
 from tribrid.models import Entity, Relation
 
 MAX_HOPS = 5  # mirrors GraphSearchConfig.max_hops (le=5)
@@ -14,6 +15,7 @@ MAX_HOPS = 5  # mirrors GraphSearchConfig.max_hops (le=5)
 # A corpus's graph is stored once per index generation, under its own key, so a new generation
 # is built beside the one being searched and an interrupted run never shows through.
 GENERATION_SEPARATOR = "@g"
+_TYPE_NAME = re.compile(GRAPH_TYPE_PATTERN)
 
 
 def graph_key(corpus_id: str, generation: int) -> str:
@@ -245,11 +247,17 @@ def check_max_hops(max_hops: int) -> int:
     return max_hops
 
 
+def _check_type_names(what: str, names: Sequence[str]) -> list[str]:
+    # The schema is open (types come from config), but a type name is formatted into Cypher text as
+    # a label: only plain identifiers pass.
+    bad = sorted({name for name in names if not isinstance(name, str) or not _TYPE_NAME.match(name)}, key=str)
+    if bad:
+        raise ValueError(f"{what} {bad} are not type names (lower-case letters, digits and '_', 1..40)")
+    return sorted(set(names))
+
+
 def check_entity_types(entity_types: Sequence[str]) -> list[str]:
-    unknown = sorted(set(entity_types) - set(ENTITY_TYPES))
-    if unknown:
-        raise ValueError(f"unknown entity types {unknown}; allowed: {list(ENTITY_TYPES)}")
-    return sorted(set(entity_types))
+    return _check_type_names("entity types", entity_types)
 
 
 def check_direction(direction: str) -> Direction:
@@ -260,10 +268,7 @@ def check_direction(direction: str) -> Direction:
 
 
 def check_relationship_types(relationship_types: Sequence[str]) -> list[str]:
-    unknown = sorted(set(relationship_types) - set(RELATIONSHIP_TYPES))
-    if unknown:
-        raise ValueError(f"unknown relationship types {unknown}; allowed: {list(RELATIONSHIP_TYPES)}")
-    return sorted(set(relationship_types))
+    return _check_type_names("relationship types", relationship_types)
 
 
 def check_entity(corpus_id: str, entity: Entity) -> None:
@@ -271,12 +276,19 @@ def check_entity(corpus_id: str, entity: Entity) -> None:
         raise ValueError(
             f"entity {entity.entity_id!r} belongs to corpus {entity.corpus_id!r}, not {corpus_id!r}"
         )
-    if entity.type not in ENTITY_TYPES:
-        raise ValueError(f"entity {entity.entity_id!r} has unknown type {entity.type!r}")
+    if not _TYPE_NAME.match(entity.type):
+        raise ValueError(f"entity {entity.entity_id!r} has type {entity.type!r}, not a type name")
     if not entity.entity_id:
         raise ValueError("entity id must not be empty")
     # FalkorDB cuts a query at a NUL byte in any string parameter; no real name or path has one.
-    texts = (entity.entity_id, entity.name, entity.qualified_name, entity.file_path, entity.chunk_id)
+    texts = (
+        entity.entity_id,
+        entity.name,
+        entity.qualified_name,
+        entity.file_path,
+        entity.chunk_id,
+        *entity.aliases,
+    )
     if any("\x00" in text for text in texts):
         raise ValueError(f"entity {entity.entity_id!r} has a NUL character in a text field")
 

@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from tribrid.config import ENTITY_TYPES, RELATIONSHIP_TYPES
+from tribrid.config import CODE_ENTITY_TYPES, RELATIONSHIP_TYPES
 from tribrid.graphstore import cypher, seeds, traversal
 from tribrid.graphstore.base import (
     NO_COMMUNITY,
@@ -449,7 +449,7 @@ class CypherGraphStore(ABC):
     async def counts(self, corpus_id: str) -> dict[str, int]:
         check_corpus_id(corpus_id)
         result: dict[str, int] = {"entities": 0, "relationships": 0}
-        result.update({f"entities.{t}": 0 for t in ENTITY_TYPES})
+        result.update({f"entities.{t}": 0 for t in CODE_ENTITY_TYPES})
         result.update({f"relationships.{t}": 0 for t in RELATIONSHIP_TYPES})
         for row in await self._read(corpus_id, cypher.COUNT_ENTITIES):
             result[f"entities.{row['type']}"] = int(row["n"])
