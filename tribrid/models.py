@@ -53,6 +53,9 @@ class Entity:
     aliases: tuple[str, ...] = ()
 
 
+PROPERTY_DECIMALS = 6
+
+
 @dataclass(frozen=True, slots=True)
 class Relation:
     source_id: str
@@ -68,3 +71,9 @@ class Relation:
     count: int = 0
     strength: float = 0.0
     similarity: float = 0.0
+
+    def __post_init__(self) -> None:
+        # FalkorDB returns a double with 15 significant digits; 6 decimals survive the round trip
+        # exactly, so the generation writer's diff of wanted and stored relations stays exact.
+        for name in ("confidence", "strength", "similarity"):
+            object.__setattr__(self, name, round(getattr(self, name), PROPERTY_DECIMALS))

@@ -20,8 +20,8 @@ from services.graph.search import GraphSettings, expand_context, graph_search
 from tribrid.config import (
     RELATIONSHIP_TYPES,
     GraphSearchConfig,
+    GraphTypeName,
     LimitsConfig,
-    RelationshipType,
 )
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import Direction, GraphReader, graph_key
@@ -46,12 +46,12 @@ from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import fetch_chunks, graph_version
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
-_RELATIONSHIP_TYPE: TypeAdapter[RelationshipType] = TypeAdapter(RelationshipType)
+_RELATIONSHIP_TYPE: TypeAdapter[str] = TypeAdapter(GraphTypeName)
 # A plain name that fits more entities than this lists only the first ones in its error.
 _CANDIDATES_SHOWN = 10
 
 
-def _relationship_type(value: str, path: str) -> RelationshipType:
+def _relationship_type(value: str, path: str) -> str:
     try:
         return _RELATIONSHIP_TYPE.validate_python(value)
     except ValidationError as err:

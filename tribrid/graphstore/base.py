@@ -138,6 +138,17 @@ class GraphReader(Protocol):
         """Community of each of these entities that has one stored (>= 0)."""
         ...
 
+    async def relations_of(
+        self,
+        corpus_id: str,
+        node_ids: Sequence[str],
+        relationship_types: Sequence[str],
+        direction: Literal["out", "in"],
+    ) -> list[Relation]:
+        """The stored relations of these types that leave ("out") or enter ("in") these nodes,
+        with their properties; ordered by source, type, then target."""
+        ...
+
     async def inferred_calls(
         self, corpus_id: str, pairs: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], float]:
@@ -226,7 +237,8 @@ class GraphStore(GraphReader, Protocol):
         ...
 
     async def counts(self, corpus_id: str) -> dict[str, int]:
-        """Totals ("entities", "relationships") and per type ("entities.<type>", "relationships.<type>")."""
+        """Totals ("entities", "relationships") and per type present ("entities.<type>",
+        "relationships.<type>"; the schema is open, so absent types are not listed)."""
         ...
 
     async def close(self) -> None:

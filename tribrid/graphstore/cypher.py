@@ -4,11 +4,15 @@ Both FalkorDB (native protocol) and Neo4j 5 accept the shared queries below as t
 always travel as query parameters; the only things formatted into query text are relationship
 labels (from a fixed whitelist) because Cypher cannot parameterize them.
 
-Nodes: (:Entity {id, corpus_id, type, name, qualified_name, file_path, start_line, end_line,
-chunk_id, name_lower, qname_lower[, community]}). `name_lower`/`qname_lower` are lower-cased copies
-kept for indexed exact-name lookups; `community` is written by graphstore.communities (-1 = an
-entity without relations). Relationships: one label per relationship type, upper-cased
-(calls -> CALLS).
+Nodes: (:Entity:<Type> {id, corpus_id, type, name, qualified_name, file_path, start_line,
+end_line, chunk_id, name_lower, qname_lower, aliases, aliases_lower, aliases_text[, community]}).
+Every node is an Entity, and also carries its type as a second label (chunk -> :Chunk,
+organization -> :Organization), so the design's patterns read naturally:
+`(:Document)-[:CONTAINS]->(:Chunk)-[:MENTIONS]->(:Person)`. `name_lower`/`qname_lower` are
+lower-cased copies kept for indexed exact-name lookups; `aliases_text` joins the aliases for the
+fulltext index; `community` is written by graphstore.communities (-1 = an entity without
+relations). Relationships: one label per relationship type, upper-cased (calls -> CALLS); their
+properties (`inferred`, `confidence`, `count`, `strength`, `similarity`) are stored only where set.
 """
 
 from __future__ import annotations
@@ -16,11 +20,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tribrid.config import RELATIONSHIP_TYPES
+# Type names reach these only after base.check_entity_types / check_relationship_types (plain
+# identifiers): never format unchecked text into a query.
 
-# relationship type (as in config.RELATIONSHIP_TYPES) <-> relationship label in the database
-REL_LABELS: dict[str, str] = {rel_type: rel_type.upper() for rel_type in RELATIONSHIP_TYPES}
-REL_TYPES_BY_LABEL: dict[str, str] = {label: rel_type for rel_type, label in REL_LABELS.items()}
+
+def relationship_label(rel_type: str) -> str:
+    """The database label of a relationship type (calls -> CALLS)."""
+    return rel_type.upper()
+
+
+def relationship_type(label: str) -> str:
+    """The relationship type of a database label (CALLS -> calls)."""
+    return label.lower()
+
+
+def node_label(entity_type: str) -> str:
+    """The second label of a node of this type (chunk -> Chunk, work_of_art -> WorkOfArt)."""
+    return "".join(part.capitalize() for part in entity_type.split("_"))
+
 
 # find_seeds scores: how a seed matched a query term
 EXACT_SCORE = 1.0  # name or qualified name equals the term (case-insensitive)
@@ -32,16 +49,20 @@ FUZZY_SCORE = 0.4  # any other fulltext hit: a word of the qualified name starts
 ENTITY_FIELDS = (
     "e.id AS id, e.corpus_id AS corpus_id, e.type AS type, e.name AS name, "
     "e.qualified_name AS qualified_name, e.file_path AS file_path, "
-    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id"
+    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id, e.aliases AS aliases"
 )
 ENTITY_COLUMNS = f"{ENTITY_FIELDS}, e.unresolved AS unresolved"
 
-UPSERT_ENTITIES = """
+
+def upsert_entities(entity_type: str) -> str:
+    """MERGE entities of one type by id: every property from the row, and the type's label."""
+    return f"""
 UNWIND $rows AS row
-MERGE (e:Entity {corpus_id: $corpus_id, id: row.id})
-SET e += row
+MERGE (e:Entity {{corpus_id: $corpus_id, id: row.id}})
+SET e += row, e:{node_label(entity_type)}
 RETURN count(*) AS written
 """
+
 
 # Deletes are batched so that a huge corpus never becomes one huge transaction (Neo4j).
 DELETE_FILE_ENTITIES = """
@@ -94,7 +115,7 @@ RETURN type(r) AS type, count(*) AS n
 
 ALL_RELATIONS = """
 MATCH (a:Entity {corpus_id: $corpus_id})-[r]->(b:Entity {corpus_id: $corpus_id})
-RETURN a.id AS source, type(r) AS label, b.id AS target, r.confidence AS confidence
+RETURN a.id AS source, type(r) AS label, b.id AS target, properties(r) AS props
 """
 
 # Only inferred calls carry `inferred` and `confidence`: proven edges stay property-free.
@@ -149,6 +170,15 @@ RETURN {ENTITY_COLUMNS}
 ORDER BY id
 """
 
+# Only named entities have aliases, and a corpus has few of them next to its chunks and code:
+# a scan of the corpus's nodes, filtered by the type(s) that can have aliases.
+FIND_BY_ALIAS = f"""
+MATCH (e:Entity {{corpus_id: $corpus_id}})
+WHERE size(e.aliases_lower) > 0 AND $name_lower IN e.aliases_lower
+RETURN {ENTITY_COLUMNS}
+ORDER BY id
+"""
+
 SET_COMMUNITIES = """
 UNWIND $rows AS row
 MATCH (e:Entity {corpus_id: $corpus_id, id: row.id})
@@ -178,18 +208,17 @@ LIMIT $batch
 
 
 def _labels(rel_types: list[str]) -> str:
-    # KeyError here means a caller skipped base.check_relationship_types: never format unknown text.
-    return "|".join(REL_LABELS[rel_type] for rel_type in rel_types)
+    return "|".join(relationship_label(rel_type) for rel_type in rel_types)
 
 
-def upsert_relations(rel_type: str, inferred: bool = False) -> str:
-    """MERGE relations of one type; rows are {source, target}, plus confidence for inferred ones."""
-    marks = " SET r.inferred = true, r.confidence = row.confidence" if inferred else ""
+def upsert_relations(rel_type: str) -> str:
+    """MERGE relations of one type; rows are {source, target, props} (props: only those set)."""
     return f"""
 UNWIND $rows AS row
 MATCH (a:Entity {{corpus_id: $corpus_id, id: row.source}})
 MATCH (b:Entity {{corpus_id: $corpus_id, id: row.target}})
-MERGE (a)-[r:{_labels([rel_type])}]->(b){marks}
+MERGE (a)-[r:{_labels([rel_type])}]->(b)
+SET r += row.props
 RETURN count(*) AS written
 """
 
@@ -208,7 +237,7 @@ RETURN count(*) AS deleted
 _PATTERNS = {"both": "-[r:{labels}]-", "out": "-[r:{labels}]->", "in": "<-[r:{labels}]-"}
 
 
-def neighbours(rel_types: list[str], direction: str = "both") -> str:
+def neighbours(rel_types: list[str], direction: str = "both", *, with_properties: bool = False) -> str:
     """One breadth-first step: every (frontier id, relation label, neighbour id).
 
     direction: "both" (ignore edge direction), "out" (a -> b) or "in" (a <- b). The per-node
@@ -217,13 +246,14 @@ def neighbours(rel_types: list[str], direction: str = "both") -> str:
     every entity (1.1 s on a 15k-entity graph against 1 ms this way).
     """
     pattern = _PATTERNS[direction].format(labels=_labels(rel_types))  # KeyError: unknown direction
+    props = ", properties(r) AS props" if with_properties else ""
     return f"""
 UNWIND $ids AS source_id
 MATCH (a:Entity {{corpus_id: $corpus_id, id: source_id}})
 WITH a, source_id
 MATCH (a){pattern}(b:Entity)
 WHERE b.corpus_id = $corpus_id
-RETURN source_id, type(r) AS label, b.id AS target_id
+RETURN source_id, type(r) AS label, b.id AS target_id{props}
 """
 
 
@@ -296,7 +326,7 @@ FALKORDB = Dialect(
         "CREATE INDEX FOR (e:Entity) ON (e.id)",
         "CREATE INDEX FOR (e:Entity) ON (e.name)",
         "CREATE INDEX FOR (e:Entity) ON (e.file_path)",
-        "CREATE FULLTEXT INDEX FOR (e:Entity) ON (e.name, e.qualified_name)",
+        "CREATE FULLTEXT INDEX FOR (e:Entity) ON (e.name, e.qualified_name, e.aliases_text)",
         "CREATE INDEX FOR (e:Entity) ON (e.name_lower)",
         "CREATE INDEX FOR (e:Entity) ON (e.qname_lower)",
         "CREATE INDEX FOR (e:Entity) ON (e.chunk_id)",
@@ -316,11 +346,12 @@ NEO4J = Dialect(
         "CREATE INDEX entity_corpus IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id)",
         "CREATE INDEX entity_name IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.name)",
         "CREATE INDEX entity_file IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.file_path)",
-        "CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.qualified_name]",
+        "CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (e:Entity) "
+        "ON EACH [e.name, e.qualified_name, e.aliases_text]",
         "CREATE INDEX entity_name_lower IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.name_lower)",
         "CREATE INDEX entity_qname_lower IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.qname_lower)",
         "CREATE INDEX entity_chunk IF NOT EXISTS FOR (e:Entity) ON (e.corpus_id, e.chunk_id)",
     ),
-    fulltext_call="CALL db.index.fulltext.queryNodes('entity_text', q)",
+    fulltext_call="CALL db.index.fulltext.queryNodes('entity_names', q)",
     fulltext_syntax="lucene",
 )

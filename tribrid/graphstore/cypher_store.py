@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from tribrid.config import CODE_ENTITY_TYPES, RELATIONSHIP_TYPES
 from tribrid.graphstore import cypher, seeds, traversal
 from tribrid.graphstore.base import (
     NO_COMMUNITY,
@@ -45,7 +44,40 @@ def _entity_row(key: str, entity: Entity) -> Row:
         "name_lower": entity.name.lower(),
         "qname_lower": entity.qualified_name.lower(),
         "unresolved": list(entity.unresolved),
+        "aliases": list(entity.aliases),
+        "aliases_lower": [alias.lower() for alias in entity.aliases],
+        "aliases_text": " | ".join(entity.aliases),
     }
+
+
+def relation_properties(relation: Relation) -> Row:
+    """The properties a relation stores: only those set (a code edge stores none)."""
+    props: Row = {}
+    if relation.inferred:
+        props["inferred"] = True
+        props["confidence"] = relation.confidence
+    if relation.count:
+        props["count"] = relation.count
+    if relation.strength:
+        props["strength"] = relation.strength
+    if relation.similarity:
+        props["similarity"] = relation.similarity
+    return props
+
+
+def relation_from_row(source: str, label: str, target: str, props: Mapping[str, Any] | None) -> Relation:
+    props = props or {}
+    inferred = bool(props.get("inferred", False))
+    return Relation(
+        source,
+        target,
+        cypher.relationship_type(label),
+        inferred=inferred,
+        confidence=float(props["confidence"]) if inferred else 1.0,
+        count=int(props.get("count", 0)),
+        strength=float(props.get("strength", 0.0)),
+        similarity=float(props.get("similarity", 0.0)),
+    )
 
 
 def _entity_from_row(row: Row) -> Entity:
@@ -60,6 +92,7 @@ def _entity_from_row(row: Row) -> Entity:
         end_line=int(row["end_line"]),
         chunk_id=str(row["chunk_id"]),
         unresolved=tuple(row.get("unresolved") or ()),
+        aliases=tuple(row.get("aliases") or ()),
     )
 
 
@@ -111,39 +144,44 @@ class CypherGraphStore(ABC):
         if not entities:
             return 0
         await self._ensure_schema_once(corpus_id)
+        rows = [_entity_row(corpus_id, e) for e in entities]
+        return await self._upsert_entity_rows(corpus_id, rows)
+
+    async def _upsert_entity_rows(self, corpus_id: str, rows: Sequence[Row]) -> int:
         written = 0
-        for batch in batches(entities, self._batch_size):
-            rows = await self._write(
-                corpus_id, cypher.UPSERT_ENTITIES, rows=[_entity_row(corpus_id, e) for e in batch]
-            )
-            written += int(rows[0]["written"]) if rows else 0
+        for entity_type in check_entity_types([str(row["type"]) for row in rows]):
+            # one query per type: its label is query text
+            query = cypher.upsert_entities(entity_type)
+            of_type = [row for row in rows if row["type"] == entity_type]
+            for batch in batches(of_type, self._batch_size):
+                result = await self._write(corpus_id, query, rows=list(batch))
+                written += int(result[0]["written"]) if result else 0
         return written
 
     async def upsert_relations(self, corpus_id: str, relations: Sequence[Relation]) -> int:
         check_corpus_id(corpus_id)
-        check_relationship_types([r.type for r in relations])
+        rel_types = check_relationship_types([r.type for r in relations])
         if not relations:
             return 0
         await self._ensure_schema_once(corpus_id)
         written = 0
-        for rel_type in RELATIONSHIP_TYPES:  # one query per label: Cypher can't parameterize it
-            for inferred in (False, True):
-                rows = [
-                    {"source": r.source_id, "target": r.target_id, "confidence": r.confidence}
-                    for r in relations
-                    if r.type == rel_type and r.inferred == inferred
-                ]
-                query = cypher.upsert_relations(rel_type, inferred)
-                for batch in batches(rows, self._batch_size):
-                    result = await self._write(corpus_id, query, rows=list(batch))
-                    written += int(result[0]["written"]) if result else 0
+        for rel_type in rel_types:  # one query per label: Cypher can't parameterize it
+            rows = [
+                {"source": r.source_id, "target": r.target_id, "props": relation_properties(r)}
+                for r in relations
+                if r.type == rel_type
+            ]
+            query = cypher.upsert_relations(rel_type)
+            for batch in batches(rows, self._batch_size):
+                result = await self._write(corpus_id, query, rows=list(batch))
+                written += int(result[0]["written"]) if result else 0
         return written
 
     async def delete_relations(self, corpus_id: str, relations: Sequence[Relation]) -> int:
         check_corpus_id(corpus_id)
-        check_relationship_types([r.type for r in relations])
+        rel_types = check_relationship_types([r.type for r in relations])
         deleted = 0
-        for rel_type in RELATIONSHIP_TYPES:
+        for rel_type in rel_types:
             rows = [{"source": r.source_id, "target": r.target_id} for r in relations if r.type == rel_type]
             query = cypher.delete_relations(rel_type)
             for batch in batches(rows, self._batch_size):
@@ -162,7 +200,7 @@ class CypherGraphStore(ABC):
             if not rows:
                 break
             copied = [{**row["row"], "corpus_id": target} for row in rows]
-            await self._write(target, cypher.UPSERT_ENTITIES, rows=copied)
+            await self._upsert_entity_rows(target, copied)
             after = str(rows[-1]["id"])
         await self.upsert_relations(target, await self.all_relations(source))
 
@@ -302,7 +340,7 @@ class CypherGraphStore(ABC):
             for _source, label, target in await self._neighbour_step(corpus_id, rel_types, side, limit)(
                 [entity_id], ()
             ):
-                found.append((side, cypher.REL_TYPES_BY_LABEL[label], target))
+                found.append((side, cypher.relationship_type(label), target))
         found.sort(key=lambda item: (item[0] != "out", item[1], item[2]))
         found = found[:limit]
         entities = {e.entity_id: e for e in await self.get_entities(corpus_id, [t for _, _, t in found])}
@@ -370,8 +408,12 @@ class CypherGraphStore(ABC):
         check_corpus_id(corpus_id)
         if not clean_strings([name]):
             return []
-        rows = await self._read(corpus_id, cypher.FIND_BY_NAME, name_lower=name.lower())
-        return sorted((_entity_from_row(row) for row in rows), key=lambda e: e.entity_id)
+        found = {
+            str(row["id"]): _entity_from_row(row)
+            for query in (cypher.FIND_BY_NAME, cypher.FIND_BY_ALIAS)
+            for row in await self._read(corpus_id, query, name_lower=name.lower())
+        }
+        return [found[eid] for eid in sorted(found)]
 
     async def entity_ids(self, corpus_id: str) -> list[str]:
         check_corpus_id(corpus_id)
@@ -424,17 +466,31 @@ class CypherGraphStore(ABC):
     async def all_relations(self, corpus_id: str) -> list[Relation]:
         check_corpus_id(corpus_id)
         relations = [
-            Relation(
-                str(row["source"]),
-                str(row["target"]),
-                cypher.REL_TYPES_BY_LABEL[str(row["label"])],
-                inferred=row["confidence"] is not None,
-                confidence=1.0 if row["confidence"] is None else float(row["confidence"]),
-            )
+            relation_from_row(str(row["source"]), str(row["label"]), str(row["target"]), row["props"])
             for row in await self._read(corpus_id, cypher.ALL_RELATIONS)
-            if str(row["label"]) in cypher.REL_TYPES_BY_LABEL
         ]
         return sorted(relations, key=lambda r: (r.source_id, r.type, r.target_id))
+
+    async def relations_of(
+        self,
+        corpus_id: str,
+        node_ids: Sequence[str],
+        relationship_types: Sequence[str],
+        direction: Literal["out", "in"],
+    ) -> list[Relation]:
+        check_corpus_id(corpus_id)
+        rel_types = check_relationship_types(relationship_types)
+        ids = clean_strings(node_ids)
+        if not rel_types or not ids:
+            return []
+        query = cypher.neighbours(rel_types, check_direction(direction), with_properties=True)
+        found: list[Relation] = []
+        for batch in batches(ids, self._batch_size):
+            for row in await self._read(corpus_id, query, ids=list(batch)):
+                near, far = str(row["source_id"]), str(row["target_id"])
+                source, target = (near, far) if direction == "out" else (far, near)
+                found.append(relation_from_row(source, str(row["label"]), target, row["props"]))
+        return sorted(found, key=lambda r: (r.source_id, r.type, r.target_id))
 
     async def inferred_calls(
         self, corpus_id: str, pairs: Sequence[tuple[str, str]]
@@ -449,13 +505,11 @@ class CypherGraphStore(ABC):
     async def counts(self, corpus_id: str) -> dict[str, int]:
         check_corpus_id(corpus_id)
         result: dict[str, int] = {"entities": 0, "relationships": 0}
-        result.update({f"entities.{t}": 0 for t in CODE_ENTITY_TYPES})
-        result.update({f"relationships.{t}": 0 for t in RELATIONSHIP_TYPES})
         for row in await self._read(corpus_id, cypher.COUNT_ENTITIES):
             result[f"entities.{row['type']}"] = int(row["n"])
             result["entities"] += int(row["n"])
         for row in await self._read(corpus_id, cypher.COUNT_RELATIONSHIPS):
             label = str(row["type"])
-            result[f"relationships.{cypher.REL_TYPES_BY_LABEL.get(label, label.lower())}"] = int(row["n"])
+            result[f"relationships.{cypher.relationship_type(label)}"] = int(row["n"])
             result["relationships"] += int(row["n"])
         return result

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
+from typing import Literal
 
 from cachetools import LRUCache
 
@@ -27,7 +28,9 @@ from tribrid.graphstore.base import (
     GraphStore,
     TraversalHit,
     check_corpus_id,
+    check_direction,
     check_entity_types,
+    check_relationship_types,
     clean_strings,
 )
 from tribrid.models import Entity, Relation
@@ -83,19 +86,20 @@ class GraphSnapshot(GraphReader):
         self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
         self._out: _Edges = {}
         self._in: _Edges = {}
+        # the relations themselves (with their properties), by source and by target
+        self._relations_out: dict[str, list[Relation]] = {}
+        self._relations_in: dict[str, list[Relation]] = {}
         self._inferred: dict[tuple[str, str], float] = {}  # inferred calls: (caller, callee) -> confidence
         # requests choose the kind of walk (31 type sets x 3 directions): the most recently used kept
         self._walks: LRUCache[tuple[tuple[str, ...], Direction], _Adjacency] = LRUCache(maxsize=_MAX_WALKS)
-        for relation in relations:
-            label = cypher.REL_LABELS.get(relation.type)
-            if (
-                label is None
-                or relation.source_id not in self._entities
-                or relation.target_id not in self._entities
-            ):
+        for relation in sorted(relations, key=lambda r: (r.source_id, r.type, r.target_id)):
+            if relation.source_id not in self._entities or relation.target_id not in self._entities:
                 continue
+            label = cypher.relationship_label(relation.type)
             self._out.setdefault(relation.source_id, []).append((label, relation.target_id))
             self._in.setdefault(relation.target_id, []).append((label, relation.source_id))
+            self._relations_out.setdefault(relation.source_id, []).append(relation)
+            self._relations_in.setdefault(relation.target_id, []).append(relation)
             if relation.inferred and relation.type == "calls":
                 self._inferred[(relation.source_id, relation.target_id)] = relation.confidence
 
@@ -125,6 +129,24 @@ class GraphSnapshot(GraphReader):
     ) -> dict[tuple[str, str], float]:
         self._check(corpus_id)
         return {pair: self._inferred[pair] for pair in pairs if pair in self._inferred}
+
+    async def relations_of(
+        self,
+        corpus_id: str,
+        node_ids: Sequence[str],
+        relationship_types: Sequence[str],
+        direction: Literal["out", "in"],
+    ) -> list[Relation]:
+        self._check(corpus_id)
+        wanted = set(check_relationship_types(relationship_types))
+        side = self._relations_out if check_direction(direction) == "out" else self._relations_in
+        found = {
+            (r.source_id, r.type, r.target_id): r
+            for node in clean_strings(node_ids)
+            for r in side.get(node, ())
+            if r.type in wanted
+        }
+        return [found[key] for key in sorted(found)]
 
     def _check(self, corpus_id: str) -> None:
         if corpus_id != self.key:
@@ -210,7 +232,7 @@ class GraphSnapshot(GraphReader):
         key = (tuple(rel_types), direction)  # sorted and unique: check_relationship_types
         adjacency = self._walks.get(key)
         if adjacency is None:
-            labels = {cypher.REL_LABELS[t] for t in rel_types}
+            labels = {cypher.relationship_label(t) for t in rel_types}
             sides = {"both": [self._out, self._in], "out": [self._out], "in": [self._in]}[direction]
             pairs: dict[str, set[tuple[str, str]]] = {}
             for side in sides:

@@ -71,7 +71,7 @@ class Walk:
         while link is not None:
             previous, label = link
             path.append(previous)
-            labels.append(cypher.REL_TYPES_BY_LABEL[label])
+            labels.append(cypher.relationship_type(label))
             link = self.parents[previous]
         seed = path[-1]
         return Route(self._seed_rank[seed], tuple(reversed(labels)), tuple(reversed(path)), len(labels), seed)
@@ -135,7 +135,7 @@ async def breadth_first(
     """
     walk = Walk(seeds)
     parents, paths = walk.parents, walk.paths
-    type_of = cypher.REL_TYPES_BY_LABEL
+    type_of = cypher.relationship_type
     # a seed's route is (its rank, (), (seed,)): group and position are both its rank
     position = {seed: rank for rank, seed in enumerate(walk.seeds)}
     group = dict(position)
@@ -150,8 +150,8 @@ async def breadth_first(
             for source, label, target in await step(list(batch), parents):  # targets not reached before
                 paths[target] = paths.get(target, 0) + paths[source]
                 best = found.get(target)
-                if best is None or (group[source], type_of[label], position[source]) < best[:3]:
-                    found[target] = (group[source], type_of[label], position[source], target, source, label)
+                if best is None or (group[source], type_of(label), position[source]) < best[:3]:
+                    found[target] = (group[source], type_of(label), position[source], target, source, label)
         ordered = sorted(found.values())
         position, group = {}, {}
         last, group_rank = None, -1
