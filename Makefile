@@ -75,6 +75,11 @@ fuzz: install
 bench-index: up
 	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
 
+# SIMILAR_TO for 10k chunks: the exact kNN join and the write to an embedded FalkorDB.
+.PHONY: bench-docgraph
+bench-docgraph: install
+	$(PY) -m bench.bench_document_graph
+
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
