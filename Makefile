@@ -90,6 +90,12 @@ clean: stop down
 eval: serve
 	$(PY) -m tribrid.eval.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
 
+# Every leg's whole list per query (no re-index), then the same lists fused by each rule in
+# bench/fusion_lab.py: nDCG@10 per set and rule, next to the best single leg.
+fusion-lab: serve
+	$(PY) -m tribrid.eval.run --no-index --top-k 30 --keep-lists --out .state/fusion-lab
+	$(PY) -m bench.fusion_lab .state/fusion-lab/eval-latest.json
+
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install
 	$(PY) -m tribrid.eval.build_sets
