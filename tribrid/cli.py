@@ -359,6 +359,22 @@ def search(
     print_results(query, reply)
 
 
+@app.command("explain-query")
+def explain_query(
+    query: Annotated[str, typer.Argument(help="the question to read")],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name (its content shapes the weights)")],
+    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="the call's deadline")] = 5000,
+) -> None:
+    """How the gateway reads a question on a corpus: its kind, intent and the legs' weights."""
+    cfg = _config()
+    request = common_pb2.SearchRequest(corpus_id=corpus, query=query, top_k=1)
+    try:
+        reply = asyncio.run(_search(cfg, request, timeout_ms / 1000))
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+    console.print(query_reading(reply))
+
+
 async def _search(
     cfg: TriBridConfig, request: common_pb2.SearchRequest, timeout_s: float
 ) -> fusion_pb2.FusionSearchResponse:
@@ -405,7 +421,16 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
         f"({r.hits} hits, {r.latency_ms:.1f} ms){' ' + r.error if r.error else ''}"
         for r in reply.legs
     )
-    console.print(f"legs: {reports}   partial={reply.partial}   took {reply.took_ms:.1f} ms\n")
+    console.print(f"legs: {reports}   partial={reply.partial}   took {reply.took_ms:.1f} ms")
+    console.print(f"{query_reading(reply)}\n")
+
+
+def query_reading(reply: fusion_pb2.FusionSearchResponse) -> str:
+    """How the gateway read the question: its kind, intent, and the legs' weights (and why)."""
+    intent = f" ({reply.query_intent})" if reply.query_intent else ""
+    weights = " ".join(f"{leg}={reply.weights[leg]:.2f}" for leg in LEG_NAMES if leg in reply.weights)
+    reason = f"; {reply.weights_reason}" if reply.weights_reason else ""
+    return f"read as: {reply.query_kind}{intent}; weights {weights}{reason}"
 
 
 def describe_match(match: common_pb2.ChunkMatch) -> str:
