@@ -4,11 +4,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from neo4j import AsyncGraphDatabase, RoutingControl
+from neo4j import AsyncGraphDatabase, AsyncManagedTransaction, RoutingControl, unit_of_work
+from neo4j.exceptions import ClientError
+from neo4j.graph import Node, Path, Relationship
 
 from tribrid.config import GraphStoreConfig
+from tribrid.graphstore.base import CypherFailed, CypherRejected, CypherResult, CypherTimedOut
 from tribrid.graphstore.cypher import NEO4J
 from tribrid.graphstore.cypher_store import CypherGraphStore, Row
+
+# Status codes of a write in a READ transaction (or one the server forbids), and of a timeout.
+_WRITE_IN_READ_ONLY_CODES = ("Neo.ClientError.Statement.AccessMode", "Neo.ClientError.Security.Forbidden")
+_TIMED_OUT_CODE = "Neo.ClientError.Transaction.TransactionTimedOut"
+
+
+def _plain(value: Any) -> Any:
+    """A query result value as plain JSON-ready data (see base.CypherResult)."""
+    if isinstance(value, Node):
+        return {"labels": sorted(value.labels), "properties": _plain(dict(value.items()))}
+    if isinstance(value, Relationship):
+        return {"type": value.type, "properties": _plain(dict(value.items()))}
+    if isinstance(value, Path):
+        return {"nodes": _plain(list(value.nodes)), "relationships": _plain(list(value.relationships))}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)  # temporal and spatial values: their text
 
 
 class Neo4jGraphStore(CypherGraphStore):
@@ -34,6 +58,28 @@ class Neo4jGraphStore(CypherGraphStore):
             database_=self._database,
         )
         return [record.data() for record in result.records]
+
+    async def _run_read_only(
+        self, corpus_id: str, query: str, params: Row, *, max_rows: int, timeout_ms: int
+    ) -> CypherResult:
+        # A READ transaction: the server refuses any write in it, and stops it at the timeout.
+        @unit_of_work(timeout=timeout_ms / 1000)
+        async def work(tx: AsyncManagedTransaction) -> CypherResult:
+            result = await tx.run(query, params)
+            records = await result.fetch(max_rows + 1)
+            rows = [tuple(_plain(value) for value in record.values()) for record in records[:max_rows]]
+            return CypherResult(tuple(result.keys()), rows, len(records) > max_rows)
+
+        try:
+            async with self._driver.session(database=self._database) as session:
+                return await session.execute_read(work)
+        except ClientError as exc:
+            code, message = exc.code or "", exc.message or str(exc)
+            if code in _WRITE_IN_READ_ONLY_CODES:
+                raise CypherRejected(message) from None
+            if code.startswith(_TIMED_OUT_CODE):
+                raise CypherTimedOut(f"the query ran past {timeout_ms} ms") from None
+            raise CypherFailed(message) from None
 
     async def close(self) -> None:
         await self._driver.close()
