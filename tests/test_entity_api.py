@@ -18,6 +18,7 @@ import typer
 from google.protobuf import json_format
 
 from services.bridge.service import start_bridge
+from services.graph.entities import ENTITY_RELATION_TYPES, by_name, describe, walk_relations
 from services.graph.service import GraphServicer
 from tests.conftest import Stack, StoredChunk, store_committed_chunks
 from tests.test_cli import cli
@@ -30,6 +31,7 @@ from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import CypherRejected, CypherTimedOut, graph_key
 from tribrid.graphstore.cypher import FALKORDB, NEO4J, write_clause
 from tribrid.graphstore.cypher_store import CypherGraphStore
+from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 from tribrid.options import RequestError
 from tribrid.v1 import graph_pb2, graph_pb2_grpc
@@ -461,6 +463,27 @@ async def test_store_hatch_is_read_only_in_the_database(backend: tuple[GraphStor
             timeout_ms=1,
         )
     assert (await store.counts(key))["entities"] == len(document_graph("x")[0])
+
+
+async def test_entity_logic_on_each_store_and_its_snapshot(backend: tuple[GraphStore, str]) -> None:
+    """What the RPCs answer comes from the store's reads (or the snapshot's): the same on both."""
+    store, key = backend
+    (dell,) = await by_name(store, key, "DELL")
+    assert dell.entity_id == "e-dell"
+    assert [e.entity_id for e in await by_name(store, key, "jordan")] == ["e-jordan-l", "e-jordan-p"]
+    assert await by_name(store, key, "Server Manual > Intro") == []
+    for reader in (store, await GraphSnapshot.load(store, key)):
+        found = await walk_relations(reader, key, dell, list(ENTITY_RELATION_TYPES), 2)
+        assert [(f.depth, f.source.entity_id, f.direction, f.target.entity_id) for f in found] == [
+            (1, "e-dell", "out", "e-michael"),
+            (1, "e-dell", "out", "e-texas"),
+            (2, "e-texas", "in", "e-austin"),
+        ]
+        assert await describe(reader, key, [f.target for f in found]) == {
+            "e-michael": "person mentioned 2 times in 1 chunk of 1 document",
+            "e-texas": "location mentioned 3 times in 2 chunks of 2 documents",
+            "e-austin": "location mentioned 1 time in 1 chunk of 1 document",
+        }
 
 
 # --- over HTTP and the CLI ----------------------------------------------------------------------
