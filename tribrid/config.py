@@ -224,6 +224,13 @@ class GraphSearchConfig(_Section):
     # question names.
     related_min_strength: float = Field(0.5, ge=0.0, le=1.0)
 
+    # The operators' read-only Cypher RPC (CypherQuery): off unless enabled here, since a query can
+    # read any node (on Neo4j, of any corpus); it runs at most `cypher_timeout_ms` and answers
+    # at most `cypher_max_rows` rows.
+    cypher_enabled: bool = False
+    cypher_timeout_ms: int = Field(5_000, ge=1, le=600_000)
+    cypher_max_rows: int = Field(1_000, ge=1, le=100_000)
+
     @model_validator(mode="after")
     def _decay_covers_hops(self) -> GraphSearchConfig:
         if len(self.hop_decay) <= self.max_hops:
