@@ -43,6 +43,17 @@ class Mention:
     count: int
 
 
+@dataclass(frozen=True, slots=True)
+class EntitySpan:
+    """One entity where the text says it: NER label, character offsets, surface form (whitespace
+    collapsed)."""
+
+    label: str
+    start: int
+    end: int
+    text: str
+
+
 def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
@@ -133,25 +144,34 @@ class EntityRecognizer:
         self._nlp = nlp
         return nlp
 
-    def recognize(self, texts: Sequence[str]) -> list[list[Mention]]:
-        """The mentions of each text (labels of `cfg.types` only), sorted by (label, text)."""
+    def recognize_spans(self, texts: Sequence[str]) -> list[list[EntitySpan]]:
+        """The entities of each text, in text order: labels of `cfg.types` only, junk dropped, and
+        (with `cfg.min_confidence` > 0) those the model is less sure of."""
         nlp = self._load()
         docs = list(nlp.pipe(texts, batch_size=self.cfg.batch_size))
         confidences = self._confidences(docs) if self.cfg.min_confidence > 0 else None
-        answers: list[list[Mention]] = []
+        answers: list[list[EntitySpan]] = []
         for i, doc in enumerate(docs):
-            counts: Counter[tuple[str, str]] = Counter()
+            spans: list[EntitySpan] = []
             for ent in doc.ents:
                 if ent.label_ not in self.cfg.types:
                     continue
-                if (
-                    confidences is not None
-                    and confidences[i].get((ent.start, ent.end, ent.label_), 0.0) < self.cfg.min_confidence
-                ):
-                    continue
+                if confidences is not None:
+                    confidence = confidences[i].get((ent.start, ent.end, ent.label_), 0.0)
+                    if confidence < self.cfg.min_confidence:
+                        continue
                 text = collapse_whitespace(ent.text)
                 if not is_junk(text):
-                    counts[(ent.label_, text)] += 1
+                    spans.append(EntitySpan(ent.label_, ent.start_char, ent.end_char, text))
+            answers.append(spans)
+        return answers
+
+    def recognize(self, texts: Sequence[str]) -> list[list[Mention]]:
+        """The mentions of each text (`recognize_spans` counted by label and surface form),
+        sorted by (label, text)."""
+        answers: list[list[Mention]] = []
+        for spans in self.recognize_spans(texts):
+            counts = Counter((span.label, span.text) for span in spans)
             answers.append([Mention(label, text, n) for (label, text), n in sorted(counts.items())])
         return answers
 
