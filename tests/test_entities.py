@@ -4,8 +4,10 @@ content-addressed NER cache in the embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import importlib
 import random
-from collections.abc import AsyncIterator, Sequence
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
 from fractions import Fraction
 
 import asyncpg
@@ -329,3 +331,71 @@ async def test_cache_key_includes_the_label_set(pool: asyncpg.Pool) -> None:
     places = await recognize_cached(pool, only_places, [TEXTS["chunk-b"]])
     assert only_places.analysed == [TEXTS["chunk-b"]]
     assert places == [[Mention("GPE", "Paris", 2)]]
+
+
+# --- min_confidence with a beam-trained NER ------------------------------------------------
+
+BEAM_TRAINING = [
+    ("Ian Murdock founded Debian in Indiana.", [(0, 11, "PERSON"), (20, 26, "ORG"), (30, 37, "GPE")]),
+    ("Bruce Perens led Debian from Berkeley.", [(0, 12, "PERSON"), (17, 23, "ORG"), (29, 37, "GPE")]),
+    ("Bdale Garbee worked at HP in Colorado.", [(0, 12, "PERSON"), (23, 25, "ORG"), (29, 37, "GPE")]),
+    ("Sam Hartman joined Debian in Boston.", [(0, 11, "PERSON"), (19, 25, "ORG"), (29, 35, "GPE")]),
+]
+BEAM_PACKAGE = "tiny_beam_ner_for_tests"
+
+
+@pytest.fixture(scope="module")
+def beam_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real (tiny) spaCy package whose NER is a `beam_ner`, trained here on four sentences,
+    importable by name like en_core_web_sm."""
+    import spacy
+    from spacy.training import Example
+    from thinc.api import fix_random_seed
+
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("beam_ner", config={"beam_width": 8})
+    examples = [Example.from_dict(nlp.make_doc(t), {"entities": e}) for t, e in BEAM_TRAINING]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    root = tmp_path_factory.mktemp("beam")
+    package = root / BEAM_PACKAGE
+    package.mkdir()
+    nlp.to_disk(package / "pipeline")
+    (package / "__init__.py").write_text(
+        "from pathlib import Path\n"
+        "from typing import Any\n\n"
+        "import spacy\n\n\n"
+        "def load(**overrides: Any) -> Any:\n"
+        "    return spacy.load(Path(__file__).parent / 'pipeline', **overrides)\n"
+    )
+    sys.path.insert(0, str(root))
+    yield BEAM_PACKAGE
+    sys.path.remove(str(root))
+    sys.modules.pop(BEAM_PACKAGE, None)
+
+
+def test_min_confidence_drops_what_the_beam_is_unsure_of(beam_package: str) -> None:
+    texts = ["Chris Lamb led Debian from Cambridge.", "Steve McIntyre joined Debian in Cambridge."]
+    everything = EntityRecognizer(EntitiesConfig(model=beam_package)).recognize_spans(texts)
+    sure = EntityRecognizer(EntitiesConfig(model=beam_package, min_confidence=0.9))
+    kept = sure.recognize_spans(texts)
+
+    # The beam's own probabilities, read independently of the recognizer.
+    nlp = importlib.import_module(beam_package).load()
+    ner = nlp.get_pipe("beam_ner")
+    docs = [nlp.make_doc(t) for t in texts]
+    scores = ner.scored_ents(ner.beam_parse(docs, beam_width=8, beam_density=ner.cfg["beam_density"]))
+    expected = []
+    for doc, spans, by_span in zip(docs, everything, scores, strict=True):
+        confident = []
+        for span in spans:
+            tokens = doc.char_span(span.start, span.end)
+            assert tokens is not None
+            if by_span.get((tokens.start, tokens.end, span.label), 0.0) >= 0.9:
+                confident.append(span)
+        expected.append(confident)
+    assert kept == expected
+    assert 0 < sum(map(len, kept)) < sum(map(len, everything))  # the floor cuts, but not all
+    assert "min_confidence=0.9" in sure.identity
