@@ -151,7 +151,7 @@ MERGE_FIXTURE: dict[str, list[Mention]] = {
         Mention("PERSON", "Ian Murdock", 3),
         Mention("GPE", "Murdock", 1),
     ],
-    "c4": [Mention("ORG", "Software in the Public Interest", 1), Mention("ORG", "Public Interest", 1)],
+    "c4": [Mention("ORG", "Software in the Public Interest, Inc.", 1), Mention("ORG", "Public Interest", 1)],
 }
 
 
@@ -169,8 +169,8 @@ def test_alias_merge_is_unique_and_reported() -> None:
         AliasMerge(
             "organization",
             "Public Interest",
-            "Software in the Public Interest",
-            named("organization", "software in the public interest"),
+            "Software in the Public Interest, Inc.",
+            named("organization", "software in the public interest, inc"),
         ),
         AliasMerge("person", "Murdock", "Ian Murdock", named("person", "ian murdock")),
     ]
@@ -178,7 +178,7 @@ def test_alias_merge_is_unique_and_reported() -> None:
     assert names == [
         ("location", "Murdock", ()),  # another type: not merged into the PERSON
         ("organization", "Dell Technologies", ("Dell",)),
-        ("organization", "Software in the Public Interest", ("Public Interest",)),
+        ("organization", "Software in the Public Interest, Inc.", ("Public Interest",)),
         ("person", "Adam Dell", ()),
         ("person", "Dell", ()),  # in both Michael Dell and Adam Dell: ambiguous, kept apart
         ("person", "Ian Murdock", ("Murdock",)),

@@ -232,21 +232,30 @@ def _contains_run(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
     return any(words[i : i + n] == run for i in range(len(words) - n + 1))
 
 
+def name_words(name: str) -> tuple[str, ...]:
+    """A normalized name's words, punctuation trimmed from each ("interest," -> "interest")."""
+    return tuple(w for w in (word.strip(_EDGE_PUNCTUATION) for word in name.split()) if w)
+
+
 def alias_targets(names: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(type, normalized name) -> the one longer same-type name containing its words as a
-    contiguous whole-word run ("dell" -> "dell technologies"). A name contained in two or more
-    longer names ("dell" in "michael dell" and "dell technologies") stays itself. Decided on the
+    contiguous whole-word run ("dell" -> "dell technologies"). A name inside two or more longer
+    names (a PERSON "dell" with "michael dell" and "adam dell") stays itself. Decided on the
     whole set at once, so the answer does not depend on the order names come in; no chains form,
     since a run of a run of C is a run of C too, and so has two candidates."""
-    by_type: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    by_type: dict[str, list[tuple[str, tuple[str, ...]]]] = defaultdict(list)
     for type_, name in sorted(set(names)):
-        by_type[type_].append(tuple(name.split()))
+        by_type[type_].append((name, name_words(name)))
     targets: dict[tuple[str, str], tuple[str, str]] = {}
-    for type_, all_words in by_type.items():
-        for words in all_words:
-            longer = [other for other in all_words if len(other) > len(words) and _contains_run(other, words)]
+    for type_, named in by_type.items():
+        for name, words in named:
+            longer = [
+                other
+                for other, other_words in named
+                if len(other_words) > len(words) and _contains_run(other_words, words)
+            ]
             if len(longer) == 1:
-                targets[(type_, " ".join(words))] = (type_, " ".join(longer[0]))
+                targets[(type_, name)] = (type_, longer[0])
     return targets
 
 
