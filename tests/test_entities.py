@@ -71,7 +71,7 @@ def test_recognizer_loads_only_ner_and_keeps_configured_labels() -> None:
     only_people = EntityRecognizer(EntitiesConfig(types={"PERSON": "person"}))
     found = only_people.recognize([TEXTS["chunk-a"]])
     assert found == [[Mention("PERSON", "Michael Dell", 2)]]
-    assert only_people._nlp.pipe_names == ["ner"]
+    assert only_people.components == ["ner"]
 
 
 def test_min_confidence_needs_a_beam_ner() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -106,7 +107,8 @@ class EntityRecognizer:
         self.cfg = cfg
         self._nlp: Any = None
         self._ner_name = ""
-        self._beam = False
+        # recognize runs in worker threads: the first calls must not load the pipeline twice
+        self._loading = threading.Lock()
 
     @property
     def identity(self) -> str:
@@ -119,9 +121,18 @@ class EntityRecognizer:
             f"min_confidence={self.cfg.min_confidence};format={RECOGNIZER_FORMAT}"
         )
 
+    @property
+    def components(self) -> list[str]:
+        """The loaded pipeline's components (it loads if it has not yet)."""
+        return list(self._load().pipe_names)
+
     def _load(self) -> Any:
-        if self._nlp is not None:
+        with self._loading:
+            if self._nlp is None:
+                self._nlp = self._load_pipeline()
             return self._nlp
+
+    def _load_pipeline(self) -> Any:
         from spacy.util import load_config
 
         module = importlib.import_module(self.cfg.model)
@@ -130,8 +141,8 @@ class EntityRecognizer:
         self._ner_name = next(
             n for n in nlp.pipe_names if config["components"][n]["factory"] in _NER_FACTORIES
         )
-        self._beam = config["components"][self._ner_name]["factory"] == "beam_ner"
-        if self.cfg.min_confidence > 0 and not self._beam:
+        beam = config["components"][self._ner_name]["factory"] == "beam_ner"
+        if self.cfg.min_confidence > 0 and not beam:
             # A greedy `ner` (en_core_web_sm's) has no per-entity probability: its beam search,
             # run anyway, puts its mass on spans the greedy parse never makes ("Sam Hocevar was"
             # as a PERSON with p=0.99), because the model was never trained with a global
@@ -141,7 +152,6 @@ class EntityRecognizer:
                 f"entities.model {self.cfg.model} is a greedy 'ner': per-entity confidence needs a "
                 "pipeline whose NER is a 'beam_ner'; set entities.min_confidence to 0"
             )
-        self._nlp = nlp
         return nlp
 
     def recognize_spans(self, texts: Sequence[str]) -> list[list[EntitySpan]]:
