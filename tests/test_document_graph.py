@@ -13,6 +13,7 @@ from tests.conftest import Stack, index_corpus
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity, Relation
 from tribrid.stores.postgres import committed, corpus_generation
+from tribrid.v1 import graph_pb2, graph_pb2_grpc
 
 KNOWLEDGE = Path(__file__).parent / "fixtures" / "knowledge"
 
@@ -99,6 +100,14 @@ async def test_document_nodes_and_edges_follow_the_documents(stack: Stack, tmp_p
     for r in related:  # Jaccard over the chunks that mention each entity
         a, b = chunks_of[r.source_id], chunks_of[r.target_id]
         assert r.strength == round(len(a & b) / len(a | b), 6)
+    async with stack.channel("graph") as channel:
+        stats = await graph_pb2_grpc.GraphSearchStub(channel).Stats(
+            graph_pb2.GraphStatsRequest(corpus_id=corpus_id, top_entities=3), timeout=30
+        )
+    top = [(t.entity.name, t.chunks) for t in stats.top_entities]
+    assert len(top) == 3 and top[0] == ("Roald Amundsen", len(mentioning))
+    assert top == sorted(top, key=lambda t: -t[1])
+    assert stats.top_entities[0].description.startswith(f"person mentioned {len(mentioning)}")
     similar = [r for r in relations if r.type == "similar_to"]
     assert similar and all(r.similarity >= stack.cfg.graph.similar_to_threshold for r in similar)
     assert all(r.source_id < r.target_id and r.source_id in chunk_nodes for r in similar)

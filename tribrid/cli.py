@@ -782,9 +782,14 @@ def graph_cypher(
 
 
 @graph_app.command("stats")
-def graph_stats(corpus: _CorpusOption, as_json: _JsonOption = False) -> None:
-    """Entity, relationship and community counts of a corpus's graph."""
-    request = graph_pb2.GraphStatsRequest(corpus_id=corpus)
+def graph_stats(
+    corpus: _CorpusOption,
+    as_json: _JsonOption = False,
+    top: Annotated[int, typer.Option("--top", help="most mentioned named entities to list (1..100)")] = 10,
+) -> None:
+    """Entity, relationship and community counts of a corpus's graph, and its most mentioned
+    named entities."""
+    request = graph_pb2.GraphStatsRequest(corpus_id=corpus, top_entities=top)
     reply = _graph_call(lambda stub: stub.Stats(request, timeout=_GRAPH_TIMEOUT_S))
     if as_json:
         _print_json(reply)
@@ -798,6 +803,17 @@ def graph_stats(corpus: _CorpusOption, as_json: _JsonOption = False) -> None:
         table.add_row(f"  {kind}", str(count))
     table.add_row("communities", str(reply.communities))
     console.print(table)
+    if reply.top_entities:
+        top_table = Table("#", "entity", "aliases", "chunks", "what", title="most mentioned named entities")
+        for rank, item in enumerate(reply.top_entities, start=1):
+            top_table.add_row(
+                str(rank),
+                item.entity.name,
+                ", ".join(item.entity.aliases),
+                str(item.chunks),
+                item.description,
+            )
+        console.print(top_table)
 
 
 if __name__ == "__main__":

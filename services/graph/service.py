@@ -328,9 +328,21 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         request: graph_pb2.GraphStatsRequest,
         context: grpc.aio.ServicerContext[graph_pb2.GraphStatsRequest, graph_pb2.GraphStatsResponse],
     ) -> graph_pb2.GraphStatsResponse:
+        top = _in_range("top_entities", request.top_entities or 10, 1, 100)
         key = await self._key(request.corpus_id)
         counts = await self._store.counts(key)
+        mentioned = await self._store.most_mentioned(key, top)
+        found = await self._store.get_entities(key, [eid for eid, _ in mentioned])
+        described = await entities.describe(self._store, key, found)
+        by_id = {e.entity_id: e for e in found}
         return graph_pb2.GraphStatsResponse(
+            top_entities=[
+                graph_pb2.TopEntity(
+                    entity=entities.graph_entity(by_id[eid], -1), chunks=chunks, description=described[eid]
+                )
+                for eid, chunks in mentioned
+                if eid in by_id
+            ],
             entities_by_type={
                 k.removeprefix("entities."): v for k, v in counts.items() if k.startswith("entities.")
             },

@@ -247,6 +247,10 @@ class GraphStore(GraphReader, Protocol):
         """Every stored entity id, sorted."""
         ...
 
+    async def most_mentioned(self, corpus_id: str, limit: int) -> list[tuple[str, int]]:
+        """(entity id, chunks that MENTION it) of the most mentioned entities, most first, then id."""
+        ...
+
     async def set_communities(self, corpus_id: str, membership: Mapping[str, int]) -> int:
         """Store each entity's community number (-1 = none); returns how many entities were set."""
         ...

@@ -192,6 +192,14 @@ RETURN {ENTITY_COLUMNS}
 ORDER BY id
 """
 
+MOST_MENTIONED = """
+MATCH (c:Entity {corpus_id: $corpus_id})-[:MENTIONS]->(e:Entity)
+WHERE e.corpus_id = $corpus_id
+RETURN e.id AS id, count(c) AS chunks
+ORDER BY chunks DESC, id ASC
+LIMIT $limit
+"""
+
 SET_COMMUNITIES = """
 UNWIND $rows AS row
 MATCH (e:Entity {corpus_id: $corpus_id, id: row.id})

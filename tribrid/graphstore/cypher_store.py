@@ -441,6 +441,13 @@ class CypherGraphStore(ABC):
         }
         return [found[eid] for eid in sorted(found)]
 
+    async def most_mentioned(self, corpus_id: str, limit: int) -> list[tuple[str, int]]:
+        check_corpus_id(corpus_id)
+        if limit <= 0:
+            return []
+        rows = await self._read(corpus_id, cypher.MOST_MENTIONED, limit=limit)
+        return [(str(row["id"]), int(row["chunks"])) for row in rows]
+
     async def entity_ids(self, corpus_id: str) -> list[str]:
         check_corpus_id(corpus_id)
         ids: list[str] = []
