@@ -14,7 +14,7 @@ from services.fusion.expansion import (
     score_expanded,
     source_chunk,
 )
-from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
+from tests.conftest import SAMPLE_CORPUS, Stack
 from tribrid.v1 import common_pb2, fusion_options_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, legs_pb2
 
 # A document answer: fused scores 0.5, 0.4, 0.25, 0.2 (a 0.5 top: chunk scores 1, 0.8, 0.5, 0.4).
@@ -175,11 +175,12 @@ def test_nothing_fused_nothing_expanded() -> None:
 
 
 async def expanded_search(stack: Stack, **fields: object) -> fusion_pb2.FusionSearchResponse:
+    options = fusion_options_pb2.FusionOptions(enable_expansion=True, **fields)  # type: ignore[arg-type]
     request = common_pb2.SearchRequest(
         corpus_id=SAMPLE_CORPUS,
         query="validate_card_number",
         top_k=3,  # the sample repo is small: room for neighbours outside the fused list
-        options=fusion_options(enable_expansion=True, **fields),
+        options=common_pb2.SearchOptions(fusion=options),
     )
     async with stack.channel("fusion") as channel:
         reply: fusion_pb2.FusionSearchResponse = await fusion_pb2_grpc.FusionStub(channel).Search(
