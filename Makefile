@@ -78,12 +78,18 @@ bench-index: up
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
-.PHONY: eval eval-sets load
+.PHONY: eval eval-expansion eval-sets load
 
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
 eval: serve
 	$(PY) -m tribrid.eval.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
+
+# Graph expansion's effect on the document sets (bench/bench_expansion.py): fused with and without
+# it (both placements), nDCG@10 and R@20, the questions it changed; writes evals/results/expansion-*.
+# SETS="faq-sed" / PLACEMENTS="append" to narrow it down.
+eval-expansion: serve
+	$(PY) -m bench.bench_expansion $(if $(SETS),--sets $(SETS),) $(if $(PLACEMENTS),--placements $(PLACEMENTS),)
 
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install
