@@ -404,7 +404,7 @@ class FusionConfig(_Section):
     #        + (1 - chunk_weight) x its graph score.
     enable_expansion: bool = False
     expansion_top_n: int = Field(5, ge=1, le=100)
-    # Graph steps from a fused chunk (SIMILAR_TO is one, chunk -> entity -> entity -> chunk three).
+    # Graph steps from a fused chunk, as the graph leg counts them (its hop penalty's depths).
     expansion_max_depth: int = Field(1, ge=1, le=3)
     expansion_chunk_weight: float = Field(0.7, ge=0.0, le=1.0)
     # Expanded chunks with a lower hybrid score are dropped.
