@@ -3,11 +3,14 @@
 For each document set of evals/sets/manifest.json (faq-perl, faq-sed) every question goes to the
 running gateway once per variant:
 
-- `fused`: top_k 20, expansion off: the legs' twenty best, fused;
-- `expansion-<placement>`: expansion on with that `fusion.expansion_placement`, top_k
-  `--fused-k` (10). Appended, the answer is the ten fused matches and then the expanded ones, so
-  its places 11-20 compare the expanded passages with the legs' 11th to 20th candidates;
-  interleaved, expanded passages may also enter the top ten.
+- `fused`: top_k 20, expansion off: the legs' twenty best, fused (the baseline);
+- `fused-top10`: top_k 10, expansion off: what `expansion-append` starts from;
+- `expansion-append`: top_k 10 (`--fused-k`), expansion on, appended: the ten fused matches and
+  then the expanded ones, so places 11-20 hold expanded passages where the baseline holds the
+  legs' 11th to 20th candidates (with top_k 20 an appended answer's top 20 would be the
+  baseline's);
+- `expansion-interleave`: top_k 20, expansion on, interleaved: expanded passages take places
+  among the twenty fused matches, in the top ten too.
 
 Each answer is scored on its first 10 / 20 matches as `make eval` scores the sets (strict and
 loose relevance, tribrid.eval.metrics): nDCG@10 and recall@20. A question "changed" when a
@@ -67,19 +70,18 @@ class Variant:
     settings: tuple[str, ...]
 
 
-def variants(placements: Sequence[str], fused_k: int, scored_k: int = 20) -> list[Variant]:
-    """The baseline, then one expansion run per placement."""
-    return [
-        Variant(BASELINE, scored_k, ("fusion.enable_expansion=false",)),
-        *(
-            Variant(
-                f"expansion-{placement}",
-                fused_k,
-                ("fusion.enable_expansion=true", f"fusion.expansion_placement={placement}"),
-            )
-            for placement in placements
-        ),
-    ]
+def variants(placements: Sequence[str], fused_k: int = 10, scored_k: int = 20) -> list[Variant]:
+    """The baseline first, then (for an appended run) the same answer without expansion, and
+    one expansion run per placement (see the module docstring)."""
+    off = ("fusion.enable_expansion=false",)
+    runs = [Variant(BASELINE, scored_k, off)]
+    if "append" in placements:
+        runs.append(Variant(f"fused-top{fused_k}", fused_k, off))
+    for placement in placements:
+        top_k = fused_k if placement == "append" else scored_k
+        on = ("fusion.enable_expansion=true", f"fusion.expansion_placement={placement}")
+        runs.append(Variant(f"expansion-{placement}", top_k, on))
+    return runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,7 +337,7 @@ def main() -> None:
     )
     parser.add_argument("--sets", nargs="+", choices=DOC_SETS, default=list(DOC_SETS))
     parser.add_argument("--placements", nargs="+", choices=PLACEMENTS, default=list(PLACEMENTS))
-    parser.add_argument("--fused-k", type=int, default=10, help="top_k of the expansion runs")
+    parser.add_argument("--fused-k", type=int, default=10, help="top_k of the appended run")
     parser.add_argument("--sets-dir", type=Path, default=build_sets.SETS_DIR)
     parser.add_argument("--work-dir", type=Path, default=build_sets.WORK_DIR, help="where the corpora live")
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight")

@@ -102,11 +102,16 @@ def test_summarize_counts_questions() -> None:
 
 
 async def test_a_set_through_a_stand_in_gateway() -> None:
+    assert [(v.name, v.top_k) for v in variants(["interleave"])] == [
+        (BASELINE, 20),
+        ("expansion-interleave", 20),
+    ]
     runs = variants(["append", "interleave"], fused_k=10)
     assert [(v.name, v.top_k) for v in runs] == [
         (BASELINE, 20),
+        ("fused-top10", 10),
         ("expansion-append", 10),
-        ("expansion-interleave", 10),
+        ("expansion-interleave", 20),
     ]
     queries = [EvalQuery("faq-1", "first", RELEVANT, []), EvalQuery("faq-2", "second", RELEVANT[:1], [])]
     asked: list[tuple[str, int, dict[str, object]]] = []
@@ -119,26 +124,26 @@ async def test_a_set_through_a_stand_in_gateway() -> None:
     async def search(request: common_pb2.SearchRequest) -> fusion_pb2.FusionSearchResponse:
         options = option_values(request.options.fusion)
         asked.append((request.query, request.top_k, options))
-        on = options["enable_expansion"]
         if request.query == "second":  # expansion changes nothing here
             return fusion_pb2.FusionSearchResponse(matches=[match(ANSWER_1)])
-        if not on:
-            return fusion_pb2.FusionSearchResponse(matches=[match(s) for s in [ANSWER_1, *OTHER[:19]]])
+        fused = [match(s) for s in [ANSWER_1, *OTHER[:19]][: request.top_k]]
+        if not options["enable_expansion"]:
+            return fusion_pb2.FusionSearchResponse(matches=fused)
         extra = [match(ANSWER_2, expanded=True)]
-        fused = [match(s) for s in [ANSWER_1, *OTHER[:9]]]
-        placed = (
-            [*fused, *extra] if options["expansion_placement"] == "append" else [fused[0], *extra, *fused[1:]]
-        )
+        appended = options["expansion_placement"] == "append"
+        placed = [*fused, *extra] if appended else [fused[0], *extra, *fused[1:]]
         return fusion_pb2.FusionSearchResponse(matches=placed)
 
     result = await evaluate_set(search, "eval-faq", queries, runs, concurrency=2)
-    assert sorted((q, k, o["enable_expansion"], o.get("expansion_placement")) for q, k, o in asked) == [
+    assert sorted((q, k, o["enable_expansion"], o.get("expansion_placement", "")) for q, k, o in asked) == [
+        ("first", 10, False, ""),
         ("first", 10, True, "append"),
-        ("first", 10, True, "interleave"),
-        ("first", 20, False, None),
+        ("first", 20, False, ""),
+        ("first", 20, True, "interleave"),
+        ("second", 10, False, ""),
         ("second", 10, True, "append"),
-        ("second", 10, True, "interleave"),
-        ("second", 20, False, None),
+        ("second", 20, False, ""),
+        ("second", 20, True, "interleave"),
     ]
     summary = result["summary"]
     assert summary[BASELINE]["recall20"] == pytest.approx(0.75)  # 1/2 and 1/1
@@ -152,4 +157,5 @@ async def test_a_set_through_a_stand_in_gateway() -> None:
     assert summary["expansion-append"]["ndcg10"] == pytest.approx(summary[BASELINE]["ndcg10"])
     (appended,) = result["changes"]["expansion-append"]
     assert appended["id"] == "faq-1" and appended["gained20"] == [1] and appended["gained_by_expanded"] == [1]
-    assert result["changes"][BASELINE] == []
+    assert result["changes"][BASELINE] == result["changes"]["fused-top10"] == []
+    assert summary["fused-top10"]["recall20"] == pytest.approx(0.75)
