@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -51,7 +52,7 @@ from tribrid.eval.metrics import (
 )
 from tribrid.eval.run import EvalQuery, ensure_indexed, load_sets
 from tribrid.options import set_option
-from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
+from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, legs_pb2
 
 RESULTS_DIR = REPO_ROOT / "evals" / "results"
 DOC_SETS = tuple(doc_sets.DOC_SET_CORPUS)
@@ -88,6 +89,7 @@ def variants(placements: Sequence[str], fused_k: int = 10, scored_k: int = 20) -
 class Answer:
     hits: list[Span]
     expanded: list[bool]
+    # The call's status code when it failed, or "expansion <status>" when the stage did not answer.
     error: str | None = None
 
 
@@ -161,7 +163,8 @@ def change(query: EvalQuery, base: Scored, other: Scored, answer: Answer) -> Cha
     return Change(query.id, query.query, gained10, lost10, gained20, lost20, by_expanded)
 
 
-def summarize(scored: Sequence[Scored], changes: Sequence[Change], errors: int) -> dict[str, Any]:
+def summarize(scored: Sequence[Scored], changes: Sequence[Change], errors: dict[str, int]) -> dict[str, Any]:
+    """Means over the questions, how many changed, and the failures by kind."""
     n = len(scored)
 
     def mean(name: str) -> float:
@@ -198,9 +201,12 @@ async def run_variant(
                 reply = await search(request)
             except grpc.aio.AioRpcError as err:
                 return Answer([], [], err.code().name)
+        stage = next((r for r in reply.legs if r.leg == legs_pb2.LEG_EXPANSION), None)
+        failed = stage is not None and stage.status != fusion_pb2.LEG_STATUS_OK
         return Answer(
             [Span(m.file_path, m.start_line, m.end_line) for m in reply.matches],
             [m.expanded for m in reply.matches],
+            f"expansion {fusion_pb2.LegStatus.Name(stage.status)}" if stage is not None and failed else None,
         )
 
     return list(await asyncio.gather(*(one(q) for q in queries)))
@@ -229,7 +235,7 @@ async def evaluate_set(
                 found = change(query, b, s, a)
                 if found is not None:
                     changes.append(found)
-        errors = sum(a.error is not None for a in ans)
+        errors = dict(sorted(Counter(a.error for a in ans if a.error is not None).items()))
         out["summary"][name] = summarize(scored[name], changes, errors)
         out["changes"][name] = [asdict(c) for c in changes]
     return out
@@ -239,7 +245,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     table = Table(title="Graph expansion on the document sets (strict / loose relevance)")
     for column in ("set", "variant", "n", "nDCG@10", "R@20", "expanded@20", "+@10", "-@10", "+@20", "-@20"):
         table.add_column(column, justify="left" if column in ("set", "variant") else "right")
-    table.add_column("errors", justify="right")
+    table.add_column("errors")
     for name, result in results.items():
         for variant, s in result["summary"].items():
             table.add_row(
@@ -253,7 +259,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
                 str(s["lost10"]),
                 f"{s['gained20']} ({s['gained_by_expanded']} expanded)",
                 str(s["lost20"]),
-                str(s["errors"]),
+                ", ".join(f"{kind}={count}" for kind, count in s["errors"].items()) or "-",
             )
         table.add_section()
     console.print(table)

@@ -21,7 +21,7 @@ from bench.bench_expansion import (
 from tribrid.eval.metrics import Span, is_strict_match, score_query
 from tribrid.eval.run import EvalQuery
 from tribrid.options import option_values
-from tribrid.v1 import common_pb2, fusion_pb2
+from tribrid.v1 import common_pb2, fusion_pb2, legs_pb2
 
 # Two answers of a FAQ: lines 10-29 and 40-59 of faq.txt.
 RELEVANT = [Span("faq.txt", 10, 29), Span("faq.txt", 40, 59)]
@@ -84,10 +84,10 @@ def test_summarize_counts_questions() -> None:
         for s in scored
         if (c := change(query, base, s, Answer([ANSWER_1] * 13, [False] * 12 + [True]))) is not None
     ]
-    summary = summarize(scored, changes, errors=1)
+    summary = summarize(scored, changes, errors={"UNAVAILABLE": 1})
     assert summary == {
         "queries": 2,
-        "errors": 1,
+        "errors": {"UNAVAILABLE": 1},
         "ndcg10": 0.5,
         "ndcg10_loose": 0.75,
         "recall20": 0.75,
@@ -124,8 +124,10 @@ async def test_a_set_through_a_stand_in_gateway() -> None:
     async def search(request: common_pb2.SearchRequest) -> fusion_pb2.FusionSearchResponse:
         options = option_values(request.options.fusion)
         asked.append((request.query, request.top_k, options))
-        if request.query == "second":  # expansion changes nothing here
-            return fusion_pb2.FusionSearchResponse(matches=[match(ANSWER_1)])
+        if request.query == "second":  # expansion changes nothing here: it timed out
+            timed_out = fusion_pb2.LegReport(leg=legs_pb2.LEG_EXPANSION, status=fusion_pb2.LEG_STATUS_TIMEOUT)
+            stage = [timed_out] if options["enable_expansion"] else []
+            return fusion_pb2.FusionSearchResponse(matches=[match(ANSWER_1)], legs=stage)
         fused = [match(s) for s in [ANSWER_1, *OTHER[:19]][: request.top_k]]
         if not options["enable_expansion"]:
             return fusion_pb2.FusionSearchResponse(matches=fused)
@@ -159,3 +161,5 @@ async def test_a_set_through_a_stand_in_gateway() -> None:
     assert appended["id"] == "faq-1" and appended["gained20"] == [1] and appended["gained_by_expanded"] == [1]
     assert result["changes"][BASELINE] == result["changes"]["fused-top10"] == []
     assert summary["fused-top10"]["recall20"] == pytest.approx(0.75)
+    assert summary[BASELINE]["errors"] == summary["fused-top10"]["errors"] == {}
+    assert summary["expansion-append"]["errors"] == {"expansion LEG_STATUS_TIMEOUT": 1}
