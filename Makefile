@@ -85,15 +85,15 @@ clean: stop down
 eval: serve
 	$(PY) -m tribrid.eval.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
 
+# Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
+eval-sets: install
+	$(PY) -m tribrid.eval.build_sets
+
 # Graph expansion's effect on the document sets (bench/bench_expansion.py): fused with and without
 # it (both placements), nDCG@10 and R@20, the questions it changed; writes evals/results/expansion-*.
 # SETS="faq-sed" / PLACEMENTS="append" to narrow it down.
 eval-expansion: serve
 	$(PY) -m bench.bench_expansion $(if $(SETS),--sets $(SETS),) $(if $(PLACEMENTS),--placements $(PLACEMENTS),)
-
-# Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
-eval-sets: install
-	$(PY) -m tribrid.eval.build_sets
 
 # Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
 # NO_CACHE_WARM=1: a unique query per request (vector pays for every query embedding).
