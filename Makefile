@@ -83,7 +83,7 @@ bench-docgraph: install
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
-.PHONY: eval eval-sets load
+.PHONY: eval eval-expansion eval-sets load
 
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
@@ -99,6 +99,12 @@ fusion-lab: serve
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install
 	$(PY) -m tribrid.eval.build_sets
+
+# Graph expansion's effect on the document sets (bench/bench_expansion.py): fused with and without
+# it (both placements), nDCG@10 and R@20, the questions it changed; writes evals/results/expansion-*.
+# SETS="faq-sed" / PLACEMENTS="append" to narrow it down.
+eval-expansion: serve
+	$(PY) -m bench.bench_expansion $(if $(SETS),--sets $(SETS),) $(if $(PLACEMENTS),--placements $(PLACEMENTS),)
 
 # Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
 # NO_CACHE_WARM=1: a unique query per request (vector pays for every query embedding).

@@ -16,6 +16,7 @@ from tribrid.legs import BY_NAME
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
     common_pb2,
+    fusion_options_pb2,
     fusion_pb2,
     fusion_pb2_grpc,
     graph_pb2,
@@ -238,7 +239,7 @@ def gateway_with_graph(stack: Stack, graph_port: int, pool: asyncpg.Pool) -> Gat
     return Gateway(stack.cfg.fusion, stack.cfg.limits, legs, pool)
 
 
-async def test_expansion_adds_discounted_neighbours(
+async def test_expansion_scores_the_neighbours_by_the_hybrid(
     stack: Stack,
     sample_corpus: indexer_pb2.IndexProgress,
     expander_server: tuple[FakeExpander, RunningServer],
@@ -256,41 +257,89 @@ async def test_expansion_adds_discounted_neighbours(
     others = await fused_search(
         stack, common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart", top_k=20)
     )
-    n1, n2 = [m for m in others.matches if m.chunk_id not in fused_ids][:2]
+    n1, n2, n3 = [m for m in others.matches if m.chunk_id not in fused_ids][:3]
+    first, second = plain.matches[0].chunk_id, plain.matches[1].chunk_id
+
+    def reached(match: common_pb2.ChunkMatch, score: float, seed: str, hops: int) -> common_pb2.ChunkMatch:
+        """A document answer: seed_entity is the fused chunk the walk started from."""
+        provenance = common_pb2.GraphProvenance(
+            seed_entity=seed,
+            path=[seed, *(f"entity-{i}" for i in range(1, hops)), match.chunk_id],
+            relationship_types=["SIMILAR_TO"] if hops == 1 else ["MENTIONS", "RELATED_TO", "MENTIONS"][:hops],
+            hops=hops,
+            edges=[common_pb2.EdgeProperties(similarity=score)],
+            graph_score=score,
+        )
+        explain = common_pb2.LegExplain(leg=legs_pb2.LEG_GRAPH, detail=f"from={seed}", graph=provenance)
+        return common_pb2.ChunkMatch(
+            chunk_id=match.chunk_id,
+            corpus_id=SAMPLE_CORPUS,
+            file_path=match.file_path,
+            score=score,
+            explain=[explain],
+        )
+
     fake.neighbours = [
-        common_pb2.ChunkMatch(
-            chunk_id=n1.chunk_id, corpus_id=SAMPLE_CORPUS, file_path=n1.file_path, score=2.0
-        ),
-        common_pb2.ChunkMatch(chunk_id=plain.matches[0].chunk_id, score=9.0),  # already present: skipped
-        common_pb2.ChunkMatch(
-            chunk_id=n2.chunk_id, corpus_id=SAMPLE_CORPUS, file_path=n2.file_path, score=1.0
-        ),
+        reached(n1, 0.9, second, 1),
+        reached(plain.matches[2], 1.0, first, 1),  # already fused: skipped
+        reached(n2, 0.6, first, 2),
+        reached(n3, 0.0, "not-a-fused-chunk", 1),  # 0.7 x the lowest expanded chunk score: kept
     ]
     request = common_pb2.SearchRequest()
     request.CopyFrom(base)
     request.options.fusion.enable_expansion = True
     request.options.fusion.expansion_top_n = 2
+    request.options.fusion.expansion_max_depth = 2
     reply = await gateway.search(request, remaining_s=10)
     await gateway.close()
 
-    assert list(fake.requests[-1].chunk_ids) == [m.chunk_id for m in reply.matches[:2]]
+    assert list(fake.requests[-1].chunk_ids) == [first, second]
+    assert fake.requests[-1].max_hops == 2
     fused, expanded = reply.matches[:3], reply.matches[3:]
     assert [m.chunk_id for m in fused] == [m.chunk_id for m in plain.matches]
-    assert [m.chunk_id for m in expanded] == [n1.chunk_id, n2.chunk_id]
-    assert [m.content for m in expanded] == [n1.content, n2.content]  # read once, by the gateway
-    nth = reply.matches[1].score  # the Nth (2nd) fused score
-    discount = stack.cfg.fusion.expansion_discount
-    assert expanded[0].score == pytest.approx(nth * discount)
-    assert expanded[1].score == pytest.approx(nth * discount * 0.5)
+    top, chunk2, last = fused[0].score, fused[1].score / fused[0].score, fused[2].score
+    hybrid = {
+        n1.chunk_id: 0.7 * chunk2 + 0.3 * 0.9,
+        n2.chunk_id: 0.7 * 1.0 + 0.3 * 0.6,
+        n3.chunk_id: 0.7 * chunk2,
+    }
+    order = sorted(hybrid, key=lambda cid: (-hybrid[cid], cid))
+    assert [m.chunk_id for m in expanded] == order
+    assert [m.content for m in expanded] == [  # read once, by the gateway
+        {n.chunk_id: n.content for n in (n1, n2, n3)}[cid] for cid in order
+    ]
     for m in expanded:
-        assert m.expanded and m.leg == legs_pb2.LEG_EXPANSION and m.score < nth
-        assert [e.leg for e in m.explain] == [legs_pb2.LEG_EXPANSION]
-        assert m.explain[0].contribution == pytest.approx(m.score)
+        assert m.expanded and m.leg == legs_pb2.LEG_EXPANSION
+        assert m.score == pytest.approx(hybrid[m.chunk_id] * last) and m.score <= last <= top
+        (explain,) = m.explain
+        assert explain.leg == legs_pb2.LEG_EXPANSION and explain.contribution == pytest.approx(
+            hybrid[m.chunk_id]
+        )
+    by_id = {m.chunk_id: m for m in expanded}
+    assert by_id[n2.chunk_id].expansion_depth == 2 and by_id[n1.chunk_id].expansion_depth == 1
+    deep = by_id[n2.chunk_id].explain[0]
+    assert (deep.source, deep.normalized_score) == (first, 1.0) and deep.raw_score == pytest.approx(0.6)
+    assert list(deep.graph.relationship_types) == ["MENTIONS", "RELATED_TO"]
+    assert deep.graph.graph_score == pytest.approx(0.6) and deep.detail == f"from={first}"
+    assert by_id[n1.chunk_id].explain[0].graph.edges[0].similarity == pytest.approx(0.9)
+    assert by_id[n3.chunk_id].explain[0].source == second  # no fused chunk named: the lower one
     report = next(r for r in reply.legs if r.leg == legs_pb2.LEG_EXPANSION)
-    assert report.status == fusion_pb2.LEG_STATUS_OK and report.hits == 2
+    assert report.status == fusion_pb2.LEG_STATUS_OK and report.hits == 3
     # expansion is not a leg: partial only reflects the legs (here: whether sparse answered)
     sparse = next(r for r in reply.legs if r.leg == legs_pb2.LEG_SPARSE)
     assert reply.partial == (sparse.status != fusion_pb2.LEG_STATUS_OK)
+
+    # min_score above n3's hybrid, at most one, interleaved: n2 by hybrid x the top fused score
+    request.options.fusion.expansion_min_score = 0.7 * chunk2 + 0.01
+    request.options.fusion.expansion_max_chunks = 1
+    request.options.fusion.expansion_placement = fusion_options_pb2.EXPANSION_PLACEMENT_INTERLEAVE
+    gateway = gateway_with_graph(stack, server.port, await stack.resources.pool())
+    interleaved = await gateway.search(request, remaining_s=10)
+    await gateway.close()
+    (one,) = [m for m in interleaved.matches if m.expanded]
+    assert one.chunk_id == order[0] and one.score == pytest.approx(hybrid[order[0]] * top)
+    scores = [m.score for m in interleaved.matches]
+    assert scores == sorted(scores, reverse=True)
 
 
 async def test_expansion_skipped_when_deadline_is_short(
@@ -338,7 +387,11 @@ async def test_expansion_against_the_real_graph_and_a_slow_expander(
     expanded = [m for m in reply.matches if m.expanded]
     assert expanded and report.hits == len(expanded)
     assert all(m.chunk_id not in fused_ids for m in expanded)
-    assert max(m.score for m in expanded) < min(m.score for m in reply.matches if not m.expanded)
+    assert [m.expanded for m in reply.matches] == sorted(m.expanded for m in reply.matches)  # appended
+    assert max(m.score for m in expanded) <= min(m.score for m in reply.matches if not m.expanded)
+    for m in expanded:
+        assert m.explain[0].source == reply.matches[0].chunk_id  # the one expanded chunk
+        assert m.expansion_depth == m.explain[0].graph.hops == 1
     # a slow expander is cut at the expansion budget, not the caller's deadline
     fake, server = expander_server
     fake.delay_s = 5

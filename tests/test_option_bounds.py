@@ -63,6 +63,34 @@ CASES: list[tuple[tuple[str, ...], str]] = [
         ("fusion.expansion_top_n=101",),
         "options.fusion.expansion_top_n: Input should be less than or equal to 100",
     ),
+    (
+        ("fusion.expansion_max_depth=4",),
+        "options.fusion.expansion_max_depth: Input should be less than or equal to 3",
+    ),
+    (
+        ("fusion.expansion_max_depth=0",),
+        "options.fusion.expansion_max_depth: Input should be greater than or equal to 1",
+    ),
+    (
+        ("fusion.expansion_chunk_weight=1.5",),
+        "options.fusion.expansion_chunk_weight: Input should be less than or equal to 1",
+    ),
+    (
+        ("fusion.expansion_min_score=-0.1",),
+        "options.fusion.expansion_min_score: Input should be greater than or equal to 0",
+    ),
+    (
+        ("fusion.expansion_max_chunks=0",),
+        "options.fusion.expansion_max_chunks: Input should be greater than or equal to 1",
+    ),
+    (
+        ("fusion.expansion_max_chunks=201",),
+        "options.fusion.expansion_max_chunks: Input should be less than or equal to 200",
+    ),
+    (
+        ("fusion.expansion_placement=9",),
+        "options.fusion.expansion_placement: unknown value 9; allowed: EXPANSION_PLACEMENT_INTERLEAVE",
+    ),
     (("fusion.method=9",), "options.fusion.method: unknown value 9; allowed: FUSION_METHOD_RRF"),
     (("fusion.normalization=9",), "options.fusion.normalization: unknown value 9"),
     (
@@ -181,6 +209,12 @@ async def test_valid_options_are_answered_everywhere(
         "fusion.normalization=z_score",
         "fusion.legs.graph.weight=0",
         "fusion.expansion_top_n=100",
+        "fusion.enable_expansion=true",
+        "fusion.expansion_max_depth=3",
+        "fusion.expansion_chunk_weight=1",
+        "fusion.expansion_min_score=0",
+        "fusion.expansion_max_chunks=200",
+        "fusion.expansion_placement=interleave",
     )
     reply = await http.post("/v1/search", json=json_format.MessageToDict(request(settings)))
     assert reply.status_code == 200, reply.text

@@ -413,13 +413,21 @@ class FusionConfig(_Section):
     candidates_per_leg: int = Field(30, ge=1, le=10_000)
     # At most this many fused matches from one file (0 = no cap).
     max_chunks_per_file: int = Field(0, ge=0, le=1000)
-    # Graph-expansion stage after fusion: neighbours of the top fused chunks via GraphSearch/ExpandContext.
+    # Graph-expansion stage after fusion (services/fusion/expansion.py): the graph leg's
+    # ExpandContext from the top fused chunks, each reached chunk scored
+    # hybrid = chunk_weight x its source chunk's fused score over the top one
+    #        + (1 - chunk_weight) x its graph score.
     enable_expansion: bool = False
     expansion_top_n: int = Field(5, ge=1, le=100)
-    # Expanded chunks score below the Nth fused score: discount x that score x their relative graph score.
-    expansion_discount: float = Field(0.5, gt=0.0, lt=1.0)
-    expansion_max_chunks: int = Field(5, ge=1, le=100)
-    expansion_max_hops: Hops = 1
+    # Graph steps from a fused chunk, as the graph leg counts them (its hop penalty's depths).
+    expansion_max_depth: int = Field(1, ge=1, le=3)
+    expansion_chunk_weight: float = Field(0.7, ge=0.0, le=1.0)
+    # Expanded chunks with a lower hybrid score are dropped.
+    expansion_min_score: float = Field(0.3, ge=0.0, le=1.0)
+    # At most this many expanded chunks in an answer.
+    expansion_max_chunks: int = Field(50, ge=1, le=200)
+    # "append": after the fused matches; "interleave": merged into them by hybrid x the top fused score.
+    expansion_placement: Literal["interleave", "append"] = "append"
     # The stage's own deadline; it is skipped when less than this remains of the caller's deadline.
     expansion_timeout_ms: int = Field(300, ge=1, le=600_000)
     # Query techniques run for every request (a request's `techniques` replaces this list).

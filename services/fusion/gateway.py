@@ -16,6 +16,14 @@ import grpc
 from google.protobuf import descriptor_pool
 
 from services.fusion import techniques
+from services.fusion.expansion import (
+    Expanded,
+    ExpansionSettings,
+    FusedChunk,
+    ReachedChunk,
+    place,
+    score_expanded,
+)
 from services.fusion.fuse import (
     Fused,
     Ranked,
@@ -356,9 +364,8 @@ class Gateway:
         if fcfg.enable_expansion:
             elapsed_s = time.perf_counter() - started
             left_s = None if remaining_s is None else remaining_s - elapsed_s
-            report, extra = await self._expand(request, fcfg, matches, left_s)
+            report, matches = await self._expand(request, fcfg, matches, left_s)
             reports.append(report)
-            matches = _merge_expanded(matches, extra, fcfg.max_chunks_per_file)
         await self._fill_content(request.corpus_id, matches, fcfg.leg_timeout_ms / 1000)
         return fusion_pb2.FusionSearchResponse(
             matches=matches,
@@ -435,13 +442,15 @@ class Gateway:
         matches: list[common_pb2.ChunkMatch],
         left_s: float | None,
     ) -> tuple[fusion_pb2.LegReport, list[common_pb2.ChunkMatch]]:
-        """Graph expansion: neighbours of the top N fused chunks, scored below the Nth fused score."""
+        """Graph expansion (services/fusion/expansion.py): the chunks ExpandContext reaches from
+        the top N fused chunks, scored by the hybrid and placed among or after the fused matches.
+        Returns the stage's report and the whole ranked answer."""
         budget_s = fcfg.expansion_timeout_ms / 1000
         report = fusion_pb2.LegReport(leg=legs_pb2.LEG_EXPANSION, budget_ms=budget_s * 1000)
         top = matches[: fcfg.expansion_top_n]
         if not top:
             report.status = fusion_pb2.LEG_STATUS_OK
-            return report, []
+            return report, matches
         if left_s is not None and left_s - fcfg.merge_reserve_ms / 1000 < budget_s:
             report.status = fusion_pb2.LEG_STATUS_TIMEOUT
             report.error = (
@@ -449,51 +458,45 @@ class Gateway:
                 f"below the expansion budget of {budget_s * 1000:.0f} ms"
             )
             telemetry.METRICS.leg_requests.labels("expansion", "skipped").inc()
-            return report, []
+            return report, matches
         if self._expander is None:
             report.status = fusion_pb2.LEG_STATUS_ERROR
             report.error = f"no leg service offers {EXPAND_METHOD}"
-            return report, []
+            return report, matches
         expand_request = graph_pb2.ExpandContextRequest(
             corpus_id=request.corpus_id,
             chunk_ids=[m.chunk_id for m in top],
-            max_hops=fcfg.expansion_max_hops,
-            top_k=fcfg.expansion_max_chunks + len(matches),
+            max_hops=fcfg.expansion_max_depth,
+            # room for the fused chunks it may reach again, within what a leg may be asked
+            top_k=min(fcfg.expansion_max_chunks + len(matches), self._limits.max_top_k),
         )
         outcome = await self._expander.expand(expand_request, budget_s)
         report.status = outcome.status
         report.latency_ms = outcome.latency_ms
         report.error = outcome.error
         if outcome.status != fusion_pb2.LEG_STATUS_OK:
-            return report, []
-        present = {m.chunk_id for m in matches}
-        neighbours = [m for m in _dedup(outcome.matches) if m.chunk_id not in present]
-        neighbours = neighbours[: fcfg.expansion_max_chunks]
-        report.hits = len(neighbours)
-        ceiling = top[-1].score * fcfg.expansion_discount
-        best = max((m.score for m in neighbours), default=0.0)
-        extra = []
-        for rank, neighbour in enumerate(neighbours, start=1):
-            relative = neighbour.score / best if best > 0 else 1.0 / rank
-            match = common_pb2.ChunkMatch()
-            match.CopyFrom(neighbour)
-            match.score = ceiling * min(max(relative, 0.0), 1.0)
-            match.leg = legs_pb2.LEG_EXPANSION
-            match.expanded = True
-            detail = neighbour.explain[0].detail if neighbour.explain else ""
-            del match.explain[:]
-            match.explain.append(
-                common_pb2.LegExplain(
-                    leg=legs_pb2.LEG_EXPANSION,
-                    rank=rank,
-                    raw_score=neighbour.score,
-                    normalized_score=relative,
-                    contribution=match.score,
-                    detail=detail,
-                )
-            )
-            extra.append(match)
-        return report, extra
+            return report, matches
+        settings = ExpansionSettings(
+            top_n=fcfg.expansion_top_n,
+            chunk_weight=fcfg.expansion_chunk_weight,
+            min_score=fcfg.expansion_min_score,
+            max_chunks=fcfg.expansion_max_chunks,
+            placement=fcfg.expansion_placement,
+            max_per_file=fcfg.max_chunks_per_file,
+        )
+        fused = [FusedChunk(m.chunk_id, m.score, m.file_path, m.symbol) for m in matches]
+        reached = [_reached(m, i) for i, m in enumerate(outcome.matches)]
+        expanded = score_expanded(fused, reached, settings)
+        report.hits = len(expanded)
+        by_id = {m.chunk_id: m for m in matches}
+        ranked = []
+        for item in place(fused, expanded, settings.placement):
+            if item.expanded is None:
+                ranked.append(by_id[item.chunk_id])
+            else:
+                answer = outcome.matches[item.expanded.reached.position]
+                ranked.append(_expanded_match(answer, item.expanded))
+        return report, ranked
 
     @staticmethod
     def _report(leg: str, outcome: LegOutcome | None) -> fusion_pb2.LegReport:
@@ -612,28 +615,36 @@ def _leg_request(
     return leg_request
 
 
-def _dedup(matches: list[common_pb2.ChunkMatch]) -> list[common_pb2.ChunkMatch]:
-    seen: set[str] = set()
-    out = []
-    for m in matches:
-        if m.chunk_id not in seen:
-            seen.add(m.chunk_id)
-            out.append(m)
-    return out
+def _reached(match: common_pb2.ChunkMatch, position: int) -> ReachedChunk:
+    """An ExpandContext answer as the stage scores it (without provenance: a direct neighbour of
+    an unknown source, see expansion.source_chunk)."""
+    graph = match.explain[0].graph if match.explain else common_pb2.GraphProvenance()
+    return ReachedChunk(
+        match.chunk_id, match.score, graph.seed_entity, graph.hops or 1, match.file_path, position
+    )
 
 
-def _merge_expanded(
-    matches: list[common_pb2.ChunkMatch], extra: list[common_pb2.ChunkMatch], max_per_file: int
-) -> list[common_pb2.ChunkMatch]:
-    """Fused matches first (expanded ones score below them), each file still capped."""
-    if max_per_file > 0:
-        per_file: dict[str, int] = {}
-        for m in matches:
-            per_file[m.file_path] = per_file.get(m.file_path, 0) + 1
-        kept = []
-        for m in extra:
-            if per_file.get(m.file_path, 0) < max_per_file:
-                per_file[m.file_path] = per_file.get(m.file_path, 0) + 1
-                kept.append(m)
-        extra = kept
-    return [*matches, *sorted(extra, key=lambda m: (-m.score, m.explain[0].rank, m.chunk_id))]
+def _expanded_match(answer: common_pb2.ChunkMatch, item: Expanded) -> common_pb2.ChunkMatch:
+    """The answer's match for an expanded chunk; explain as documented on LegExplain."""
+    match = common_pb2.ChunkMatch()
+    match.CopyFrom(answer)
+    match.score = item.score
+    match.leg = legs_pb2.LEG_EXPANSION
+    match.expanded = True
+    match.expansion_depth = item.reached.depth
+    explain = common_pb2.LegExplain(
+        leg=legs_pb2.LEG_EXPANSION,
+        rank=item.rank,
+        raw_score=item.graph_score,
+        normalized_score=item.chunk_score,
+        contribution=item.hybrid,
+        source=item.source_chunk_id,
+    )
+    if answer.explain:
+        explain.detail = answer.explain[0].detail
+        explain.graph.CopyFrom(answer.explain[0].graph)
+    if not explain.graph.graph_score:  # a graph leg that scores only the match: its score
+        explain.graph.graph_score = answer.score
+    del match.explain[:]
+    match.explain.append(explain)
+    return match
