@@ -83,7 +83,7 @@ bench-docgraph: install
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
-.PHONY: eval eval-sets load
+.PHONY: eval eval-sets eval-sets-langs load
 
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
@@ -99,6 +99,12 @@ fusion-lab: serve
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install
 	$(PY) -m tribrid.eval.build_sets
+
+# The held-out TypeScript (rxjs) and Java (the JDK's java.net.http) structural sets: npm-installs
+# typescript into .state/eval-unseen/npm, fetches both code bases (npm pack, apt-get download),
+# reads them with the TypeScript compiler API and javac's tree API (see evals/README.md).
+eval-sets-langs: install
+	$(PY) -m tribrid.eval.lang_sets
 
 # Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
 # NO_CACHE_WARM=1: a unique query per request (vector pays for every query embedding).

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
-from tribrid.eval import build_sets, doc_sets, unseen_sets
+from tribrid.eval import build_sets, doc_sets, lang_sets, unseen_sets
 from tribrid.eval.metrics import (
     METRIC_LABELS,
     METRIC_NAMES,
@@ -58,6 +58,7 @@ SET_NAMES = (
     "identifier",
     *doc_sets.DOC_SET_CORPUS,
     *(f"unseen-{library}" for library in unseen_sets.LIBRARIES),
+    *lang_sets.SET_NAMES,
 )
 console = Console(width=max(Console().width, 130))
 
@@ -356,8 +357,10 @@ def main() -> None:
     sets = load_sets(args.sets_dir, args.sets)
     needed = {corpus for corpus, _ in sets.values()}
     corpora = build_sets.corpus_dirs(args.work_dir) | doc_sets.corpus_dirs(args.work_dir)
-    if any(corpus.startswith("unseen-") for corpus in needed):
+    if any(corpus.startswith("unseen-") for corpus in needed - set(lang_sets.SET_NAMES)):
         corpora |= unseen_sets.corpus_dirs(args.unseen_dir)
+    if needed & set(lang_sets.SET_NAMES):
+        corpora |= lang_sets.corpus_dirs(args.unseen_dir)
     if not args.no_index:
         asyncio.run(ensure_indexed(cfg, {c: p for c, p in corpora.items() if c in needed}))
     started = time.monotonic()
