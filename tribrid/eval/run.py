@@ -286,7 +286,7 @@ def print_breakdown(
 
 
 def print_table(summary: dict[str, dict[str, dict[str, Any]]]) -> None:
-    table = Table(title="TriBridRAG evaluation (top_k 20; ground truth from ast and FAQ headings)")
+    table = Table(title="TriBridRAG evaluation (top_k 20; ground truth: ast, tsc, javac, FAQ headings)")
     table.add_column("set")
     table.add_column("leg")
     table.add_column("n", justify="right")
