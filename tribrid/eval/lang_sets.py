@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -124,7 +125,7 @@ def typescript_modules(work_dir: Path = WORK_DIR) -> Path:
 
 
 def typescript_definitions(root: Path, work_dir: Path = WORK_DIR) -> Extracted:
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "NODE_PATH": str(typescript_modules(work_dir))}
+    env = {**os.environ, "NODE_PATH": str(typescript_modules(work_dir))}
     return _run_json(["node", str(TOOLS_DIR / "ts_callsites.js"), str(root)], env)
 
 
