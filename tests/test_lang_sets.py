@@ -7,8 +7,14 @@ import random
 import textwrap
 from pathlib import Path
 
-from tribrid.eval.lang_sets import PHRASINGS, Extracted, build_set, java_definitions, typescript_definitions
-from tribrid.eval.unseen_sets import WORK_DIR
+from tribrid.eval.lang_sets import (
+    PHRASINGS,
+    WORK_DIR,
+    Extracted,
+    build_set,
+    java_definitions,
+    typescript_definitions,
+)
 
 SHOP_TS = """
     import { log } from "./log";
@@ -39,6 +45,20 @@ SHOP_TS = """
     export class SpecialBasket extends Basket {
       handler = () => fill(this);
     }
+    """
+
+QUEUE_JS = """
+    "use strict";
+    class Queue extends events.EventEmitter {
+      push(item) {
+        this.emit("push", item);
+        return new Node(item);
+      }
+    }
+    function drain(queue) {
+      queue.push(1);
+    }
+    module.exports = { Queue, drain };
     """
 
 SHOP_JAVA = """
@@ -123,6 +143,16 @@ def test_typescript_compiler_api_reports_definitions_call_sites_and_bases(tmp_pa
         "makeBasket:24": ("function", 24, 24, {"Basket"}, set()),
         "SpecialBasket:26": ("class", 26, 28, set(), {"Basket"}),
         "SpecialBasket.handler:27": ("function", 27, 27, {"fill"}, set()),
+    }
+
+
+def test_plain_javascript_is_read_too(tmp_path: Path) -> None:
+    (tmp_path / "queue.js").write_text(textwrap.dedent(QUEUE_JS).lstrip("\n"))
+    got = typescript_definitions(tmp_path, WORK_DIR)
+    assert _read(got, "queue.js:") == {
+        "Queue:2": ("class", 2, 7, set(), {"EventEmitter"}),
+        "Queue.push:3": ("function", 3, 6, {"emit", "Node"}, set()),
+        "drain:8": ("function", 8, 10, {"push"}, set()),
     }
 
 
