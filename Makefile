@@ -83,7 +83,7 @@ bench-docgraph: install
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
-.PHONY: eval eval-expansion eval-sets load
+.PHONY: eval eval-expansion eval-sets eval-sets-langs fusion-lab load
 
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
@@ -105,6 +105,12 @@ eval-sets: install
 # SETS="faq-sed" / PLACEMENTS="append" to narrow it down.
 eval-expansion: serve
 	$(PY) -m bench.bench_expansion $(if $(SETS),--sets $(SETS),) $(if $(PLACEMENTS),--placements $(PLACEMENTS),)
+
+# The held-out TypeScript (rxjs) and Java (the JDK's java.net.http) structural sets: npm-installs
+# typescript into .state/eval-unseen/npm, fetches both code bases (npm pack, apt-get download),
+# reads them with the TypeScript compiler API and javac's tree API (see evals/README.md).
+eval-sets-langs: install
+	$(PY) -m tribrid.eval.lang_sets
 
 # Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
 # NO_CACHE_WARM=1: a unique query per request (vector pays for every query embedding).

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.calls_quality [PATH ...]
 
-PATH is a Python package directory (default: the installed `click`). The package is copied under a
+PATH is a Python package directory (default: the installed `click`, `anyio` and `starlette`, then
+the TypeScript and Java code bases of tribrid.eval.lang_sets). A Python package is copied under a
 temporary root so module names are real import names (click.core), then:
 
 * reference: a small resolver written here, independent of tribrid.indexing: calls of same-module
@@ -24,6 +25,10 @@ to a definition of that name. Proven and inferred edges are scored apart against
 
 * precision: the share of edges whose callee's name is one the caller calls;
 * site recall: the share of call sites found by proven edges, by inferred ones, and by either.
+
+For the TypeScript (rxjs) and Java (java.net.http) code bases the name-based reference is the one
+their eval sets use: the call sites that the TypeScript compiler API and javac's tree API report
+(`f()`, `x.f()`, `new X()`), matched to our callers by file and first line.
 """
 
 from __future__ import annotations
@@ -32,14 +37,19 @@ import argparse
 import ast
 import shutil
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tribrid.config import IndexerConfig
+from tribrid.eval import lang_sets, unseen_sets
+from tribrid.eval.lang_sets import Extracted
+from tribrid.eval.unseen_sets import Entity as LangEntity
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.graph import extract_file, resolve_corpus
 from tribrid.indexing.walker import SourceFile, walk_corpus
+from tribrid.models import Entity
 
 Pair = tuple[str, str]
 MAX_HOPS = 12
@@ -366,6 +376,8 @@ class NameScore:
     defined: dict[str, set[str]]  # name -> its definitions
     proven: set[Pair]
     inferred: set[Pair]
+    # our edges whose caller the reference does not define (left out of both scores)
+    unmatched: int = 0
 
     def precision(self, edges: set[Pair]) -> float:
         agreed = [e for e in edges if any((e[0], name) in self.sites for name in _called_as(e[1]))]
@@ -378,10 +390,14 @@ class NameScore:
         return len(self.found(edges)) / len(self.sites) if self.sites else 1.0
 
 
+CONSTRUCTORS = ("__init__", "constructor")  # a Java constructor is named after its class already
+
+
 def _called_as(qualified: str) -> tuple[str, ...]:
-    """The names a callee is called by: its own, and `Cls` for `pkg.Cls.__init__` (`Cls(...)`)."""
+    """The names a callee is called by: its own, and `Cls` for `pkg.Cls.__init__` (`Cls(...)`) or
+    a JS/TS `Cls.constructor` (`new Cls(...)`)."""
     parts = qualified.split(".")
-    return (parts[-1], parts[-2]) if parts[-1] == "__init__" and len(parts) > 1 else (parts[-1],)
+    return (parts[-1], parts[-2]) if parts[-1] in CONSTRUCTORS and len(parts) > 1 else (parts[-1],)
 
 
 # --- ours ---------------------------------------------------------------------------------------
@@ -391,8 +407,8 @@ def ours(root: Path) -> set[Pair]:
     return ours_split(root)[0]
 
 
-def ours_split(root: Path) -> tuple[set[Pair], set[Pair]]:
-    """Our proven and inferred call edges (an inferred pair that is also proven counts as proven)."""
+def our_calls(root: Path) -> list[tuple[Entity, Entity, bool]]:
+    """(caller, callee, inferred) for our `calls` edges whose caller is a function or method."""
     cfg = IndexerConfig()
     graphs = []
     for item in walk_corpus(root, cfg):
@@ -402,13 +418,59 @@ def ours_split(root: Path) -> tuple[set[Pair], set[Pair]]:
                 graphs.append(graph)
     entities = {e.entity_id: e for g in graphs for e in g.entities}
     relations = [r for g in graphs for r in g.relations] + resolve_corpus("bench", graphs).relations
+    return [
+        (entities[r.source_id], entities[r.target_id], r.inferred)
+        for r in relations
+        if r.type == "calls" and entities[r.source_id].type == "function"
+    ]
+
+
+def ours_split(root: Path) -> tuple[set[Pair], set[Pair]]:
+    """Our proven and inferred call edges (an inferred pair that is also proven counts as proven)."""
     found: dict[bool, set[Pair]] = {False: set(), True: set()}
-    for r in relations:
-        if r.type == "calls" and entities[r.source_id].type == "function":
-            found[r.inferred].add(
-                (entities[r.source_id].qualified_name, entities[r.target_id].qualified_name)
-            )
+    for caller, callee, inferred in our_calls(root):
+        found[inferred].add((caller.qualified_name, callee.qualified_name))
     return found[False], found[True] - found[False]
+
+
+# --- TypeScript and Java: the reference is their own parser's call sites --------------------------
+
+
+def tool_name_score(name: str, root: Path, extracted: Extracted) -> NameScore:
+    """Our edges against the call sites by name that the TypeScript compiler API or javac's tree
+    API report (tribrid.eval.lang_sets). Our caller is the reference's function in the same file
+    whose first line is within 2 of ours (the nearest); callers the reference does not define
+    (nested functions, object-literal methods) are counted apart."""
+    functions = [d for d in extracted.defs if d.kind == "function"]
+    defined: dict[str, set[str]] = defaultdict(set)
+    for definition in extracted.defs:
+        if definition.name.isidentifier():  # constructors are "<init>": called by their class's name
+            defined[definition.name].add(definition.qualname)
+    sites = {
+        (fn.qualname, called)
+        for fn in functions
+        for called in extracted.calls[fn.qualname]
+        if called in defined
+    }
+    by_file: dict[str, list[LangEntity]] = defaultdict(list)
+    for fn in functions:
+        by_file[fn.path].append(fn)
+
+    def reference_caller(ours: Entity) -> str | None:
+        near = [fn for fn in by_file[ours.file_path] if abs(fn.start - ours.start_line) <= 2]
+        return (
+            min(near, key=lambda fn: (abs(fn.start - ours.start_line), fn.start)).qualname if near else None
+        )
+
+    found: dict[bool, set[Pair]] = {False: set(), True: set()}
+    unmatched = 0
+    for caller, callee, inferred in our_calls(root):
+        key = reference_caller(caller)
+        if key is None:
+            unmatched += 1
+        else:
+            found[inferred].add((key, callee.qualified_name))
+    return NameScore(name, sites, dict(defined), found[False], found[True] - found[False], unmatched)
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -457,6 +519,11 @@ def report_by_name(score: NameScore) -> str:
             f"site recall {score.recall(score.inferred):.3f}",
             f"both:     edges {len(both):5d}  precision {score.precision(both):.3f}  "
             f"site recall {score.recall(both):.3f}",
+            *(
+                [f"edges from callers the reference does not define (left out): {score.unmatched}"]
+                if score.unmatched
+                else []
+            ),
             f"sites found by no edge ({len(missed)}):",
             *(
                 f"  {caller} -> {name} ({len(score.defined[name])} definitions)"
@@ -482,21 +549,37 @@ def report(score: Score) -> str:
     return "\n".join(lines)
 
 
-def _default_path() -> Path:
+def default_packages() -> list[Path]:
+    """click (tuned on) and the Python unseen-set libraries."""
     import click
 
-    return Path(click.__file__).parent
+    return [Path(click.__file__).parent, *(unseen_sets.package_dir(lib) for lib in unseen_sets.LIBRARIES)]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("paths", nargs="*", type=Path, help="package directories (default: click)")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        help="Python package directories (default: click, the Python unseen libraries, then the "
+        "TypeScript and Java unseen code bases)",
+    )
     args = parser.parse_args(argv)
-    paths: list[Path] = args.paths or [_default_path()]
-    for path in paths:
+    for path in args.paths or default_packages():
         scoped, by_name = measure(path.resolve())
         print(report(scoped))
         print(report_by_name(by_name))
+    if not args.paths:
+        dirs = lang_sets.corpus_dirs()
+        for code_base in lang_sets.CODE_BASES:
+            root = dirs[code_base.corpus]
+            print(f"== {code_base.corpus} (reference: {code_base.reference})")
+            print(
+                report_by_name(
+                    tool_name_score(code_base.corpus, root, code_base.parse(root, lang_sets.WORK_DIR))
+                )
+            )
 
 
 if __name__ == "__main__":

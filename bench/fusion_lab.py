@@ -28,7 +28,7 @@ from services.fusion.fuse import Fused, Ranked, rrf, weighted
 from services.fusion.gateway import plan
 from tribrid.config import REPO_ROOT, load_config
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
-from tribrid.eval import build_sets, doc_sets
+from tribrid.eval import build_sets, doc_sets, lang_sets, unseen_sets
 from tribrid.eval.metrics import Span, is_match, is_strict_match, score_query
 from tribrid.eval.run import SET_NAMES, EvalQuery, load_sets
 from tribrid.stores.postgres import create_pool
@@ -36,7 +36,7 @@ from tribrid.v1 import common_pb2
 
 console = Console(width=max(Console().width, 140))
 LEGS = ("vector", "sparse", "graph")
-HELD_OUT = ("unseen-starlette", "faq-sed")
+HELD_OUT = (*unseen_sets.HELD_OUT, *lang_sets.HELD_OUT, *doc_sets.HELD_OUT)
 
 # item id -> (path, start, end)
 Where = dict[str, tuple[str, int, int]]

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
-from tribrid.eval import build_sets, doc_sets, unseen_sets
+from tribrid.eval import build_sets, doc_sets, lang_sets, unseen_sets
 from tribrid.eval.metrics import (
     METRIC_LABELS,
     METRIC_NAMES,
@@ -58,6 +58,7 @@ SET_NAMES = (
     "identifier",
     *doc_sets.DOC_SET_CORPUS,
     *(f"unseen-{library}" for library in unseen_sets.LIBRARIES),
+    *lang_sets.SET_NAMES,
 )
 console = Console(width=max(Console().width, 130))
 
@@ -247,25 +248,31 @@ def summarize(runs: dict[str, dict[str, LegRun]]) -> dict[str, dict[str, dict[st
 
 
 def by_tag(
-    sets: dict[str, tuple[str, list[EvalQuery]]], runs: dict[str, dict[str, LegRun]]
+    sets: dict[str, tuple[str, list[EvalQuery]]], runs: dict[str, dict[str, LegRun]], depth: int = 1
 ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """Set -> sub-kind (the query's second tag, e.g. callers/subclasses/methods) -> leg -> means."""
+    """Set -> the query's tags 1..depth joined by "/" -> leg -> means. Depth 1: the sub-kind
+    (callers/subclasses/methods); 2: also the phrasing family of the unseen sets (callers/noun)."""
     out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for name, (_, queries) in sets.items():
-        kinds = sorted({q.tags[1] for q in queries if len(q.tags) > 1})
+        keys = ["/".join(q.tags[1 : depth + 1]) if len(q.tags) > depth else None for q in queries]
         out[name] = {}
-        for kind in kinds:
-            picked = [i for i, q in enumerate(queries) if len(q.tags) > 1 and q.tags[1] == kind]
-            out[name][kind] = {
+        for key in sorted({k for k in keys if k is not None}):
+            picked = [i for i, k in enumerate(keys) if k == key]
+            out[name][key] = {
                 leg: {**mean_scores(run.scores[i] for i in picked), "queries": float(len(picked))}
                 for leg, run in runs[name].items()
             }
     return out
 
 
-def print_breakdown(breakdown: dict[str, dict[str, dict[str, dict[str, float]]]]) -> None:
-    table = Table(title="MRR@10 / R@10 by query kind")
-    table.add_column("set / kind")
+def print_breakdown(
+    breakdown: dict[str, dict[str, dict[str, dict[str, float]]]],
+    title: str = "MRR@10 / R@10 by query kind",
+    metrics: tuple[str, str] = ("mrr10", "recall10"),
+    column: str = "set / kind",
+) -> None:
+    table = Table(title=title)
+    table.add_column(column)
     table.add_column("n", justify="right")
     legs = next((list(b) for kinds in breakdown.values() for b in kinds.values()), [])
     for leg in legs:
@@ -273,13 +280,13 @@ def print_breakdown(breakdown: dict[str, dict[str, dict[str, dict[str, float]]]]
     for name, kinds in breakdown.items():
         for kind, by_leg in kinds.items():
             n = int(next(iter(by_leg.values()))["queries"]) if by_leg else 0
-            cells = [f"{by_leg[leg]['mrr10']:.2f} / {by_leg[leg]['recall10']:.2f}" for leg in legs]
+            cells = [f"{by_leg[leg][metrics[0]]:.2f} / {by_leg[leg][metrics[1]]:.2f}" for leg in legs]
             table.add_row(f"{name} / {kind}", str(n), *cells)
     console.print(table)
 
 
 def print_table(summary: dict[str, dict[str, dict[str, Any]]]) -> None:
-    table = Table(title="TriBridRAG evaluation (top_k 20; ground truth from ast and FAQ headings)")
+    table = Table(title="TriBridRAG evaluation (top_k 20; ground truth: ast, tsc, javac, FAQ headings)")
     table.add_column("set")
     table.add_column("leg")
     table.add_column("n", justify="right")
@@ -356,8 +363,10 @@ def main() -> None:
     sets = load_sets(args.sets_dir, args.sets)
     needed = {corpus for corpus, _ in sets.values()}
     corpora = build_sets.corpus_dirs(args.work_dir) | doc_sets.corpus_dirs(args.work_dir)
-    if any(corpus.startswith("unseen-") for corpus in needed):
+    if any(corpus.startswith("unseen-") for corpus in needed - set(lang_sets.SET_NAMES)):
         corpora |= unseen_sets.corpus_dirs(args.unseen_dir)
+    if needed & set(lang_sets.SET_NAMES):
+        corpora |= lang_sets.corpus_dirs(args.unseen_dir)
     if not args.no_index:
         asyncio.run(ensure_indexed(cfg, {c: p for c, p in corpora.items() if c in needed}))
     started = time.monotonic()
@@ -366,8 +375,14 @@ def main() -> None:
     )
     summary = summarize(runs)
     breakdown = by_tag(sets, runs)
+    phrased = {name: value for name, value in sets.items() if name.startswith("unseen-")}
+    by_family = by_tag(phrased, runs, depth=2)
     print_table(summary)
     print_breakdown(breakdown)
+    if by_family:
+        print_breakdown(
+            by_family, "nDCG@10 / R@10 by phrasing family", ("ndcg10", "recall10"), "set / kind / family"
+        )
 
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -378,6 +393,7 @@ def main() -> None:
         "packages": build_sets.versions(),
         "summary": summary,
         "by_kind": breakdown,
+        "by_family": by_family,
         "per_query": {
             name: {leg: run.per_query for leg, run in by_leg.items()} for name, by_leg in runs.items()
         },

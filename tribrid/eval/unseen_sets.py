@@ -24,7 +24,7 @@ import json
 import random
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,18 +61,24 @@ PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 @dataclass(frozen=True)
-class Def:
+class Entity:
+    """A definition as any parser sees it: the questions are built from these alone."""
+
     qualname: str
     name: str
     kind: str  # function | class
     path: str
     start: int
     end: int
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
     @property
     def span(self) -> dict[str, Any]:
         return {"path": self.path, "start_line": self.start, "end_line": self.end}
+
+
+@dataclass(frozen=True)
+class Def(Entity):
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def definitions(root: Path) -> list[Def]:
@@ -133,25 +139,40 @@ def base_names(cls: Def) -> set[str]:
 
 def build_set(root: Path, rng: random.Random) -> list[dict[str, Any]]:
     defs = definitions(root)
+    calls = {fn.qualname: called_names(fn) for fn in defs if fn.kind == "function"}
+    bases = {cls.qualname: base_names(cls) for cls in defs if cls.kind == "class"}
+    return build_questions(defs, calls, bases, rng, PHRASINGS)
+
+
+def build_questions(
+    defs: Sequence[Entity],
+    calls: dict[str, set[str]],
+    bases: dict[str, set[str]],
+    rng: random.Random,
+    phrasings: dict[str, tuple[tuple[str, str], ...]],
+) -> list[dict[str, Any]]:
+    """Callers, callees and subclasses questions, each in every phrasing of its kind.
+
+    calls: a function's qualname -> the names it calls; bases: a class's qualname -> its bases' names.
+    """
     counts = Counter(d.name for d in defs)
     unique = {d.name: d for d in defs if counts[d.name] == 1}
 
     def askable(name: str) -> bool:
-        return name in unique and len(name) >= 4 and not name.startswith("__")
+        return name in unique and len(name) >= 4 and name.isidentifier() and not name.startswith("__")
 
     functions = [d for d in defs if d.kind == "function"]
-    calls = {fn.qualname: called_names(fn) for fn in functions}
-    callers: dict[str, list[Def]] = defaultdict(list)
+    callers: dict[str, list[Entity]] = defaultdict(list)
     for fn in functions:
         for name in calls[fn.qualname]:
             if askable(name):
                 callers[name].append(fn)
-    subclasses: dict[str, list[Def]] = defaultdict(list)
+    subclasses: dict[str, list[Entity]] = defaultdict(list)
     for cls in (d for d in defs if d.kind == "class"):
-        for name in base_names(cls):
+        for name in bases[cls.qualname]:
             if askable(name) and unique[name].kind == "class":
                 subclasses[name].append(cls)
-    pools: dict[str, list[tuple[str, list[Def]]]] = {
+    pools: dict[str, list[tuple[str, list[Entity]]]] = {
         "callers": [(x, v) for x, v in sorted(callers.items())],
         "callees": [
             (fn.name, [unique[n] for n in sorted(calls[fn.qualname]) if askable(n)])
@@ -165,7 +186,7 @@ def build_set(root: Path, rng: random.Random) -> list[dict[str, Any]]:
         usable = [(x, answers) for x, answers in pool if 1 <= len(answers) <= 15]
         for x, answers in sorted(rng.sample(usable, min(QUESTIONS[kind], len(usable))), key=lambda p: p[0]):
             ordered = sorted(answers, key=lambda d: (d.path, d.start))
-            for family, template in PHRASINGS[kind]:
+            for family, template in phrasings[kind]:
                 items.append(
                     {
                         "id": f"{kind}-{x}-{family}",
@@ -208,9 +229,15 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
             corpus.removeprefix("unseen-")
         )
         counts[corpus] = len(items)
-    manifest["unseen_held_out"] = list(HELD_OUT)
+    register_held_out(manifest, tuple(counts), HELD_OUT)
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return counts
+
+
+def register_held_out(manifest: dict[str, Any], own: Sequence[str], held_out: Sequence[str]) -> None:
+    """List a builder's held-out sets under `unseen_held_out`, keeping the other builders' entries."""
+    others = [name for name in manifest.get("unseen_held_out", []) if name not in own]
+    manifest["unseen_held_out"] = sorted({*others, *held_out})
 
 
 def main() -> None:

@@ -1,0 +1,261 @@
+"""Structural sets from a TypeScript and a Java code base, ground truth from their own parsers.
+
+    make eval-sets-langs                     # installs typescript into .state/, fetches, writes the sets
+    .venv/bin/python -m tribrid.eval.lang_sets [--sets-dir DIR] [--work-dir DIR]
+
+Two code bases this project never tuned on, both held out (HELD_OUT): nothing may be tuned on them.
+
+* `unseen-rxjs`: the TypeScript sources that the npm package `rxjs` ships (`src/`, 251 files),
+  fetched with `npm pack rxjs@<version>`. Read by evals/tools/ts_callsites.js with the
+  TypeScript compiler API (npm `typescript`, installed into <work>/npm).
+* `unseen-java-net-http`: the `java.net.http` module (the JDK's HTTP client, 144 files) from
+  Debian's `openjdk-17-source` (`apt-get download` of the pinned version, its src.zip). Read by
+  evals/tools/JavaCallSites.java with javac's tree API (parse only), compiled into <work>/tools.
+
+Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
+constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
+class's bases (`extends`; in Java `implements` too). The questions are built as for the Python
+unseen sets (tribrid.eval.unseen_sets.build_questions: only names defined once, 1..15 answers),
+in every phrasing of PHRASINGS, which adds the issue's families to the Python sets' table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tribrid.config import REPO_ROOT
+from tribrid.eval import unseen_sets
+from tribrid.eval.build_sets import SETS_DIR, write_jsonl
+from tribrid.eval.unseen_sets import Entity, build_questions
+
+WORK_DIR = unseen_sets.WORK_DIR
+TOOLS_DIR = REPO_ROOT / "evals" / "tools"
+SEED = 20261124
+TYPESCRIPT_VERSION = "5.9.3"
+RXJS_VERSION = "7.8.2"
+JDK_SOURCE_PACKAGE = "openjdk-17-source"
+JDK_SOURCE_VERSION = "17.0.19+10-1~deb12u2"
+JDK_MODULE = "java.net.http"
+HELD_OUT = ("unseen-rxjs", "unseen-java-net-http")
+
+# The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
+# "depends on", "based on", "extends".
+EXTRA_PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("imperative", "find the callers of {x}"),
+        ("possessive", "{x}'s callers"),
+        ("depends", "what depends on {x}"),
+    ),
+    "callees": (
+        ("imperative", "list the functions {x} calls"),
+        ("possessive", "{x}'s callees"),
+        ("depends", "what does {x} depend on"),
+    ),
+    "subclasses": (
+        ("imperative", "find the subclasses of {x}"),
+        ("possessive", "{x}'s subclasses"),
+        ("based", "classes based on {x}"),
+        ("extends", "what extends {x}"),
+    ),
+}
+PHRASINGS = {kind: unseen_sets.PHRASINGS[kind] + EXTRA_PHRASINGS[kind] for kind in unseen_sets.PHRASINGS}
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What a parser reports for a tree: definitions, the names each function calls, class bases."""
+
+    defs: list[Entity]
+    calls: dict[str, set[str]]
+    bases: dict[str, set[str]]
+
+
+def parse_definitions(records: list[dict[str, Any]]) -> Extracted:
+    """The tools' JSON (a list of {qualname, name, kind, path, start, end, calls, bases})."""
+    defs = [
+        Entity(r["qualname"], r["name"], r["kind"], r["path"], int(r["start"]), int(r["end"]))
+        for r in records
+    ]
+    calls = {r["qualname"]: set(r["calls"]) for r in records if r["kind"] == "function"}
+    bases = {r["qualname"]: set(r["bases"]) for r in records if r["kind"] == "class"}
+    return Extracted(defs, calls, bases)
+
+
+def _run_json(command: list[str], env: dict[str, str] | None = None) -> Extracted:
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    return parse_definitions(json.loads(out.stdout))
+
+
+# --- the parsers ----------------------------------------------------------------------------------
+
+
+def typescript_modules(work_dir: Path = WORK_DIR) -> Path:
+    """node_modules holding the pinned `typescript`, npm-installed under work_dir once."""
+    prefix = work_dir / "npm"
+    package = prefix / "node_modules" / "typescript" / "package.json"
+    if not package.is_file() or json.loads(package.read_text())["version"] != TYPESCRIPT_VERSION:
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                f"typescript@{TYPESCRIPT_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+        )
+    return prefix / "node_modules"
+
+
+def typescript_definitions(root: Path, work_dir: Path = WORK_DIR) -> Extracted:
+    env = {**os.environ, "NODE_PATH": str(typescript_modules(work_dir))}
+    return _run_json(["node", str(TOOLS_DIR / "ts_callsites.js"), str(root)], env)
+
+
+def java_tool(work_dir: Path = WORK_DIR) -> Path:
+    """The class directory of JavaCallSites, compiled with javac when missing or stale."""
+    source = TOOLS_DIR / "JavaCallSites.java"
+    out = work_dir / "tools"
+    compiled = out / "JavaCallSites.class"
+    if not compiled.is_file() or compiled.stat().st_mtime < source.stat().st_mtime:
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["javac", "-d", str(out), str(source)], check=True, capture_output=True)
+    return out
+
+
+def java_definitions(root: Path, work_dir: Path = WORK_DIR) -> Extracted:
+    return _run_json(["java", "-cp", str(java_tool(work_dir)), "JavaCallSites", str(root)])
+
+
+# --- the code bases -------------------------------------------------------------------------------
+
+
+def fetch_rxjs(target: Path, downloads: Path) -> None:
+    """rxjs's shipped TypeScript sources (`package/src/`) into target/rxjs/."""
+    downloads.mkdir(parents=True, exist_ok=True)
+    tarball = downloads / f"rxjs-{RXJS_VERSION}.tgz"
+    if not tarball.is_file():
+        subprocess.run(
+            ["npm", "pack", f"rxjs@{RXJS_VERSION}"], cwd=downloads, check=True, capture_output=True
+        )
+    prefix = "package/src/"
+    with tarfile.open(tarball) as archive, tempfile.TemporaryDirectory() as tmp:
+        members = [m for m in archive.getmembers() if m.isfile() and m.name.startswith(prefix)]
+        archive.extractall(tmp, members=members, filter="data")
+        shutil.copytree(Path(tmp) / prefix, target / "rxjs")
+
+
+def fetch_java_net_http(target: Path, downloads: Path) -> None:
+    """The JDK's java.net.http module sources, from Debian's openjdk-17-source, into target/."""
+    downloads.mkdir(parents=True, exist_ok=True)
+    deb = downloads / f"{JDK_SOURCE_PACKAGE}_{JDK_SOURCE_VERSION.replace(':', '%3a')}_all.deb"
+    if not deb.is_file():
+        spec = f"{JDK_SOURCE_PACKAGE}={JDK_SOURCE_VERSION}"
+        subprocess.run(["apt-get", "download", spec], cwd=downloads, check=True, capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        (src_zip,) = Path(tmp).glob("usr/lib/jvm/*/lib/src.zip")
+        with zipfile.ZipFile(src_zip) as archive:
+            names = [n for n in archive.namelist() if n.startswith(f"{JDK_MODULE}/") and n.endswith(".java")]
+            archive.extractall(target, members=names)
+
+
+@dataclass(frozen=True)
+class CodeBase:
+    corpus: str  # the set's and the corpus's id
+    package: str  # the manifest's name for where the sources come from
+    version: str
+    reference: str  # the parser the ground truth comes from
+    fetch: Callable[[Path, Path], None]
+    parse: Callable[[Path, Path], Extracted]
+
+
+CODE_BASES = (
+    CodeBase(
+        "unseen-rxjs",
+        "rxjs (npm)",
+        RXJS_VERSION,
+        f"TypeScript {TYPESCRIPT_VERSION} compiler API",
+        fetch_rxjs,
+        typescript_definitions,
+    ),
+    CodeBase(
+        "unseen-java-net-http",
+        f"{JDK_SOURCE_PACKAGE} (Debian), module {JDK_MODULE}",
+        JDK_SOURCE_VERSION,
+        "javac's tree API (parse only)",
+        fetch_java_net_http,
+        java_definitions,
+    ),
+)
+SET_NAMES = tuple(code_base.corpus for code_base in CODE_BASES)
+
+
+def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
+    """Corpus id -> its directory, fetched when missing."""
+    dirs: dict[str, Path] = {}
+    for code_base in CODE_BASES:
+        target = work_dir / code_base.corpus
+        if not target.is_dir():
+            staging = work_dir / f"{code_base.corpus}.partial"  # a failed fetch leaves no half corpus
+            shutil.rmtree(staging, ignore_errors=True)
+            code_base.fetch(staging, work_dir / "downloads")
+            staging.rename(target)
+        dirs[code_base.corpus] = target
+    return dirs
+
+
+def build_set(extracted: Extracted, rng: random.Random) -> list[dict[str, Any]]:
+    return build_questions(extracted.defs, extracted.calls, extracted.bases, rng, PHRASINGS)
+
+
+def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int]:
+    """Write one set per code base and register them, held out, in the sets manifest."""
+    manifest_path = sets_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    counts: dict[str, int] = {}
+    dirs = corpus_dirs(work_dir)
+    for code_base in CODE_BASES:
+        items = build_set(code_base.parse(dirs[code_base.corpus], work_dir), random.Random(SEED))
+        write_jsonl(sets_dir / f"{code_base.corpus}.jsonl", items)
+        manifest["sets"][code_base.corpus] = {"corpus": code_base.corpus, "queries": len(items)}
+        manifest["packages"][code_base.package] = code_base.version
+        counts[code_base.corpus] = len(items)
+    manifest["packages"]["typescript (ground truth of unseen-rxjs)"] = TYPESCRIPT_VERSION
+    javac = subprocess.run(["javac", "-version"], capture_output=True, text=True, check=True)
+    manifest["packages"]["javac (ground truth of unseen-java-net-http)"] = javac.stdout.split()[-1]
+    unseen_sets.register_held_out(manifest, SET_NAMES, HELD_OUT)
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sets-dir", type=Path, default=SETS_DIR)
+    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
+    args = parser.parse_args()
+    for name, count in build(args.sets_dir, args.work_dir).items():
+        print(f"{name}: {count} queries -> {args.sets_dir / (name + '.jsonl')}")
+
+
+if __name__ == "__main__":
+    main()
