@@ -6,18 +6,27 @@ Every call reads the corpus's current index generation and works on that generat
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import asyncpg
 import grpc
 from pydantic import TypeAdapter, ValidationError
 
+from services.graph.documents import (
+    DocumentSettings,
+    QueryEntities,
+    document_expansion,
+    document_search,
+    merge_results,
+)
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
 from services.graph.search import GraphSettings, expand_context, graph_search
 from tribrid.config import (
+    MAX_DOCUMENT_DEPTH,
     RELATIONSHIP_TYPES,
     GraphSearchConfig,
     GraphTypeName,
@@ -92,15 +101,29 @@ def _graph_entity(
 
 class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     def __init__(
-        self, cfg: GraphSearchConfig, limits: LimitsConfig, pool: asyncpg.Pool, store: GraphStore
+        self,
+        cfg: GraphSearchConfig,
+        limits: LimitsConfig,
+        pool: asyncpg.Pool,
+        store: GraphStore,
+        named_entity_types: Iterable[str] = (),
+        query_entities: QueryEntities | None = None,
     ) -> None:
+        """`named_entity_types`: what a document search seeds on (the values of the config's
+        entities.types); `query_entities`: NER on a question (names), or None to look up its
+        words only."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
         self._store = store
+        self._named_types = sorted(set(named_entity_types))
+        self._query_entities = query_entities
         self._external = ExternalNames()
         # None: the graph is too big to hold, searches walk it in the store.
         self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.snapshot_max_graphs)
+        # Whether a graph holds documents (chunk nodes): then searches and expansions also walk
+        # the document graph; a code-only graph is searched exactly as before.
+        self._has_documents: PerGraph[bool] = PerGraph(cfg.snapshot_max_graphs)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
@@ -126,6 +149,18 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         if limit == 0 or (await self._store.counts(key))["entities"] > limit:
             return None
         return await GraphSnapshot.load(self._store, key, fulltext_cache_terms=self._cfg.fulltext_cache_terms)
+
+    async def _documents(self, key: str, life: str) -> bool:
+        async def load() -> bool:
+            return (await self._store.counts(key)).get("entities.chunk", 0) > 0
+
+        return await self._has_documents.get(key, life, load)
+
+    async def _recognized(self, query: str) -> list[str]:
+        """The entity names NER finds in a question (the model loads on first use, off the loop)."""
+        if self._query_entities is None:
+            return []
+        return list(await asyncio.to_thread(self._query_entities, query))
 
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
         """The one entity `ref` names: by id, by qualified name, or by a plain name (a short name,
@@ -203,6 +238,11 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         reader = self._reader(key, life)
         external = self._external.of(key, life)
         found = await graph_search(reader, self._pool, key, params, settings, external)
+        if await self._documents(key, life):
+            documents = DocumentSettings.of(cfg, self._named_types)
+            recognized = await self._recognized(params.query)
+            in_documents = await document_search(reader, self._pool, key, params, documents, recognized)
+            found = merge_results(found, in_documents, params.top_k)
         return await self._response(
             params.corpus_id, found.chunks, started, request.include_content, found.provenance
         )
@@ -225,8 +265,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         if not chunk_ids:
             raise invalid("chunk_ids is empty: send the chunks to expand")
         key, life = await self._graph(request.corpus_id)
+        reader = self._reader(key, life)
         found = await expand_context(
-            self._reader(key, life),
+            reader,
             self._pool,
             request.corpus_id,
             key,
@@ -236,9 +277,25 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             top_k,
             GraphSettings.of(self._cfg),
         )
-        return await self._response(
+        if not await self._documents(key, life):
+            return await self._response(
+                request.corpus_id, found.chunks, started, request.include_content, found.provenance
+            )
+        # Documents: up to max_hops deep, at most MAX_DOCUMENT_DEPTH (documents.py defines depth).
+        depth = min(cfg.max_hops, MAX_DOCUMENT_DEPTH)
+        settings = DocumentSettings.of(self._cfg, self._named_types, max_depth=depth)
+        in_documents = await document_expansion(
+            reader, self._pool, request.corpus_id, key, chunk_ids, depth, top_k, settings
+        )
+        found = merge_results(found, in_documents, top_k)
+        response = await self._response(
             request.corpus_id, found.chunks, started, request.include_content, found.provenance
         )
+        for match in response.matches:
+            provenance = in_documents.provenance.get(match.chunk_id)
+            if provenance is not None and found.provenance.get(match.chunk_id) is provenance:
+                match.expansion_depth = provenance.hops
+        return response
 
     async def Neighbors(
         self,
@@ -327,7 +384,13 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
 
 async def build(res: Resources) -> ServiceSpec:
-    servicer = GraphServicer(res.cfg.graph, res.cfg.limits, await res.pool(search=True), res.graph())
+    servicer = GraphServicer(
+        res.cfg.graph,
+        res.cfg.limits,
+        await res.pool(search=True),
+        res.graph(),
+        named_entity_types=res.cfg.entities.types.values(),
+    )
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),
