@@ -13,6 +13,8 @@ import pytest
 
 from services.graph.documents import (
     DocumentSettings,
+    LazyQueryEntities,
+    QueryEntities,
     document_expansion,
     document_search,
     find_document_seeds,
@@ -447,3 +449,17 @@ async def test_bad_document_max_depth(stack: Stack, corpus: str) -> None:
             await rpc_search(stack, corpus, "dell", document_max_depth=depth)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert message in (err.value.details() or "")
+
+
+def test_query_recognizer_loads_once_on_first_use() -> None:
+    loads: list[int] = []
+
+    def load() -> QueryEntities:
+        loads.append(1)
+        return lambda query: [word for word in query.split() if word.istitle()]
+
+    recognizer = LazyQueryEntities(load)
+    assert loads == []
+    assert recognizer("offices in Texas and Ohio") == ["Texas", "Ohio"]
+    assert recognizer("Austin") == ["Austin"]
+    assert loads == [1]

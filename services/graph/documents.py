@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -56,6 +57,24 @@ from tribrid.v1 import common_pb2
 
 # NER on a question: the entity names it finds (tribrid.indexing.entities' recognizer, or none).
 QueryEntities = Callable[[str], Sequence[str]]
+
+
+class LazyQueryEntities:
+    """A QueryEntities whose model is loaded on first use (a code-only deployment never pays for
+    it): `load` makes the real one. Searches call it from worker threads, so the load happens
+    once and the calls take turns (a pipeline is not meant for concurrent use)."""
+
+    def __init__(self, load: Callable[[], QueryEntities]) -> None:
+        self._load = load
+        self._loaded: QueryEntities | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, query: str) -> Sequence[str]:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded(query)
+
 
 MENTIONS, RELATED_TO, SIMILAR_TO = "mentions", "related_to", "similar_to"
 # Names a query may spell out in up to this many words ("Dell Technologies", "Round Rock Texas").

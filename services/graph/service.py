@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import grpc
@@ -24,8 +24,9 @@ from services.graph.documents import (
 )
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
-from services.graph.search import GraphSettings, expand_context, graph_search
+from services.graph.search import GraphResult, GraphSettings, expand_context, graph_search
 from tribrid.config import (
+    CODE_ENTITY_TYPES,
     MAX_DOCUMENT_DEPTH,
     RELATIONSHIP_TYPES,
     GraphSearchConfig,
@@ -58,6 +59,13 @@ from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 _RELATIONSHIP_TYPE: TypeAdapter[str] = TypeAdapter(GraphTypeName)
 # A plain name that fits more entities than this lists only the first ones in its error.
 _CANDIDATES_SHOWN = 10
+
+
+class GraphKinds(NamedTuple):
+    """What a committed graph holds: code entities, documents (chunk nodes), or both."""
+
+    code: bool
+    documents: bool
 
 
 def _relationship_type(value: str, path: str) -> str:
@@ -121,9 +129,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._external = ExternalNames()
         # None: the graph is too big to hold, searches walk it in the store.
         self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.snapshot_max_graphs)
-        # Whether a graph holds documents (chunk nodes): then searches and expansions also walk
-        # the document graph; a code-only graph is searched exactly as before.
-        self._has_documents: PerGraph[bool] = PerGraph(cfg.snapshot_max_graphs)
+        # What a graph holds: code is searched as always; documents (chunk nodes) are also walked
+        # as a document graph. A code-only graph is searched exactly as before.
+        self._kinds: PerGraph[GraphKinds] = PerGraph(cfg.snapshot_max_graphs)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
@@ -150,11 +158,13 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             return None
         return await GraphSnapshot.load(self._store, key, fulltext_cache_terms=self._cfg.fulltext_cache_terms)
 
-    async def _documents(self, key: str, life: str) -> bool:
-        async def load() -> bool:
-            return (await self._store.counts(key)).get("entities.chunk", 0) > 0
+    async def _graph_kinds(self, key: str, life: str) -> GraphKinds:
+        async def load() -> GraphKinds:
+            counts = await self._store.counts(key)
+            code = any(counts.get(f"entities.{t}", 0) for t in CODE_ENTITY_TYPES)
+            return GraphKinds(code=code, documents=counts.get("entities.chunk", 0) > 0)
 
-        return await self._has_documents.get(key, life, load)
+        return await self._kinds.get(key, life, load)
 
     async def _recognized(self, query: str) -> list[str]:
         """The entity names NER finds in a question (the model loads on first use, off the loop)."""
@@ -236,9 +246,12 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         settings = GraphSettings.of(cfg, explicit_relationship_types=bool(options.relationship_types))
         key, life = await self._graph(params.corpus_id)
         reader = self._reader(key, life)
-        external = self._external.of(key, life)
-        found = await graph_search(reader, self._pool, key, params, settings, external)
-        if await self._documents(key, life):
+        kinds = await self._graph_kinds(key, life)
+        found = GraphResult([], {})
+        if kinds.code or not kinds.documents:
+            external = self._external.of(key, life)
+            found = await graph_search(reader, self._pool, key, params, settings, external)
+        if kinds.documents:
             documents = DocumentSettings.of(cfg, self._named_types)
             recognized = await self._recognized(params.query)
             in_documents = await document_search(reader, self._pool, key, params, documents, recognized)
@@ -277,7 +290,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             top_k,
             GraphSettings.of(self._cfg),
         )
-        if not await self._documents(key, life):
+        if not (await self._graph_kinds(key, life)).documents:
             return await self._response(
                 request.corpus_id, found.chunks, started, request.include_content, found.provenance
             )
