@@ -463,3 +463,28 @@ def test_query_recognizer_loads_once_on_first_use() -> None:
     assert recognizer("offices in Texas and Ohio") == ["Texas", "Ohio"]
     assert recognizer("Austin") == ["Austin"]
     assert loads == [1]
+
+
+async def test_named_relationship_types_narrow_the_walk(
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+) -> None:
+    similar_only = settings(config, relationship_types=frozenset({"similar_to"}))
+    assert found(await search(stack, reader, corpus, "texas", similar_only)) == []
+    assert [f.chunk_id for f in found(await expand(stack, reader, corpus, ["c1"], 2, similar_only))] == ["c6"]
+    mentions_only = settings(config, relationship_types=frozenset({"mentions"}))
+    # no RELATED_TO: Texas's own chunks only; expansion through shared entities only
+    assert [f.chunk_id for f in found(await search(stack, reader, corpus, "texas", mentions_only))] == [
+        "c3",
+        "c2",
+    ]
+    expanded = await expand(stack, reader, corpus, ["c1"], 2, mentions_only)
+    assert [(f.chunk_id, f.score) for f in found(expanded)] == [("c2", 1.0), ("c3", 0.8)]
+    async with stack.channel("graph") as channel:
+        reply = await graph_pb2_grpc.GraphSearchStub(channel).ExpandContext(
+            graph_pb2.ExpandContextRequest(
+                corpus_id=corpus, chunk_ids=["c1"], max_hops=2, relationship_types=["similar_to"]
+            ),
+            timeout=30,
+        )
+    assert [m.chunk_id for m in reply.matches] == ["c6"]
+    assert await rpc_search(stack, corpus, "texas", relationship_types=["calls"]) == []

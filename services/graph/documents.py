@@ -48,7 +48,7 @@ from typing import Literal
 import asyncpg
 
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
-from tribrid.config import GraphSearchConfig
+from tribrid.config import DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import GraphReader
 from tribrid.models import Entity, Relation
 from tribrid.search_common import ScoredChunk, SearchParams
@@ -97,10 +97,17 @@ class DocumentSettings:
     max_seeds: int
     max_fanout: int
     max_visited: int
+    # The edge kinds walked (a request naming its relationship types narrows them): without
+    # MENTIONS no chunk is reached from an entity, nor an entity from a chunk.
+    relationship_types: frozenset[str] = frozenset(DOCUMENT_RELATIONSHIP_TYPES)
 
     @classmethod
     def of(
-        cls, cfg: GraphSearchConfig, named_types: Iterable[str], max_depth: int | None = None
+        cls,
+        cfg: GraphSearchConfig,
+        named_types: Iterable[str],
+        max_depth: int | None = None,
+        relationship_types: Iterable[str] = DOCUMENT_RELATIONSHIP_TYPES,
     ) -> DocumentSettings:
         return cls(
             named_types=sorted(set(named_types)),
@@ -111,6 +118,7 @@ class DocumentSettings:
             max_seeds=cfg.max_seeds,
             max_fanout=cfg.max_fanout,
             max_visited=cfg.max_visited,
+            relationship_types=frozenset(relationship_types) & frozenset(DOCUMENT_RELATIONSHIP_TYPES),
         )
 
 
@@ -271,7 +279,7 @@ class _Walk:
     async def _relations(
         self, node_ids: Sequence[str], rel_type: str, directions: Sequence[Literal["out", "in"]]
     ) -> list[Relation]:
-        if not node_ids:
+        if not node_ids or rel_type not in self._settings.relationship_types:
             return []
         found = await asyncio.gather(
             *(self._reader.relations_of(self._key, node_ids, [rel_type], d) for d in directions)

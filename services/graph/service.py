@@ -27,6 +27,7 @@ from services.graph.per_graph import PerGraph
 from services.graph.search import GraphResult, GraphSettings, expand_context, graph_search
 from tribrid.config import (
     CODE_ENTITY_TYPES,
+    DOCUMENT_RELATIONSHIP_TYPES,
     MAX_DOCUMENT_DEPTH,
     RELATIONSHIP_TYPES,
     GraphSearchConfig,
@@ -252,7 +253,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             external = self._external.of(key, life)
             found = await graph_search(reader, self._pool, key, params, settings, external)
         if kinds.documents:
-            documents = DocumentSettings.of(cfg, self._named_types)
+            walked = options.relationship_types or DOCUMENT_RELATIONSHIP_TYPES
+            documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
             recognized = await self._recognized(params.query)
             in_documents = await document_search(reader, self._pool, key, params, documents, recognized)
             found = merge_results(found, in_documents, params.top_k)
@@ -294,9 +296,11 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             return await self._response(
                 request.corpus_id, found.chunks, started, request.include_content, found.provenance
             )
-        # Documents: up to max_hops deep, at most MAX_DOCUMENT_DEPTH (documents.py defines depth).
+        # Documents: up to max_hops deep, at most MAX_DOCUMENT_DEPTH (documents.py defines depth),
+        # over the document edge kinds the request names (all when it names none).
         depth = min(cfg.max_hops, MAX_DOCUMENT_DEPTH)
-        settings = DocumentSettings.of(self._cfg, self._named_types, max_depth=depth)
+        walked = cfg.relationship_types if request.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
+        settings = DocumentSettings.of(self._cfg, self._named_types, depth, walked)
         in_documents = await document_expansion(
             reader, self._pool, request.corpus_id, key, chunk_ids, depth, top_k, settings
         )
