@@ -8,7 +8,7 @@ entity, strengths 0.1..1) and SIMILAR_TO edges (2 per chunk, similarities 0.6..0
 --queries questions naming one or two entities, each once per reader after a warm-up pass, and
 prints p50/p99 per reader, for the search (depth 2) and for an expansion from 5 chunks (depth 1).
 
-    .venv/bin/python -m bench.bench_document_graph [--chunks 3000 --entities 1000 --queries 300]
+    .venv/bin/python -m bench.bench_document_search [--chunks 3000 --entities 1000 --queries 300]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tribrid.search_common import SearchParams
 from tribrid.serve import Resources
 from tribrid.stores import embedded
 
-CORPUS = "bench-docgraph"
+CORPUS = "bench-docsearch"
 GENERATION = 1
 TYPES = ("person", "organization", "location", "event")
 _SYLLABLES = ["al", "ber", "cor", "dan", "el", "fra", "gor", "hal", "in", "jo", "kel", "lor", "mar", "nor"]
@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=3000)
     parser.add_argument("--entities", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--state-dir", default="/tmp/tribrid-bench-docgraph")
+    parser.add_argument("--state-dir", default="/tmp/tribrid-bench-docsearch")
     asyncio.run(run(parser.parse_args()))
 
 
