@@ -75,6 +75,11 @@ fuzz: install
 bench-index: up
 	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
 
+# SIMILAR_TO for 10k chunks: the exact kNN join and the write to an embedded FalkorDB.
+.PHONY: bench-docgraph
+bench-docgraph: install
+	$(PY) -m bench.bench_document_graph
+
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
@@ -84,6 +89,12 @@ clean: stop down
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
 eval: serve
 	$(PY) -m tribrid.eval.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
+
+# Every leg's whole list per query (no re-index), then the same lists fused by each rule in
+# bench/fusion_lab.py: nDCG@10 per set and rule, next to the best single leg.
+fusion-lab: serve
+	$(PY) -m tribrid.eval.run --no-index --top-k 30 --keep-lists --out .state/fusion-lab
+	$(PY) -m bench.fusion_lab .state/fusion-lab/eval-latest.json
 
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install

@@ -154,7 +154,9 @@ async def test_explain_carries_rank_raw_normalized_contribution(
 async def test_options_renormalize_weights_and_disable_legs(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress
 ) -> None:
-    options = fusion_options(enabled={"graph": False}, weights={"vector": 3, "sparse": 1, "graph": 50})
+    options = fusion_options(
+        enabled={"graph": False}, weights={"vector": 3, "sparse": 1, "graph": 50}, method="rrf"
+    )
     reply = await fused_search(
         stack,
         common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number", options=options),

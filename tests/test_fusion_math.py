@@ -72,3 +72,20 @@ def test_weighted_fusion_hand_computed() -> None:
     assert scores == pytest.approx({"x": 0.5, "y": 0.5, "z": 0.0})
     # x and y tie at 0.5; both best rank 1; id decides
     assert [f.item_id for f in fused] == ["x", "y", "z"]
+
+
+def test_dbsf_keeps_the_order_of_a_far_better_leg() -> None:
+    """The structural profile trusts the graph (0.85): its order survives the other legs' opposite
+    orders, and its clear winner stays first even when only the others agree on another chunk,
+    which RRF k=60, counting positions only, promotes."""
+    weights = {"vector": 0.05, "sparse": 0.1, "graph": 0.85}
+    graph = [Ranked(f"c{i}", score) for i, score in enumerate([1.0, 0.8, 0.64, 0.48, 0.3, 0.2])]
+    reverse = [Ranked(f"c{5 - i}", 10.0 - i) for i in range(6)]  # the opposite order
+    lists = {"graph": graph, "vector": reverse, "sparse": reverse}
+    assert [f.item_id for f in weighted(lists, weights, "z_score")] == [r.item_id for r in graph]
+
+    clear = [Ranked(f"c{i}", score) for i, score in enumerate([1.0, 0.6, 0.55, 0.5, 0.45, 0.4])]
+    others = [Ranked("c2", 9.0)] + [Ranked(f"x{i}", 8.0 - i) for i in range(5)]  # c0 not there
+    lists = {"graph": clear, "vector": others, "sparse": others}
+    assert weighted(lists, weights, "z_score")[0].item_id == "c0"
+    assert rrf(lists, weights, 60)[0].item_id == "c2"

@@ -98,9 +98,12 @@ async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.Ind
     profile = stack.cfg.fusion.query_kind_weights["identifier"]
     total = sum(profile.values())
     assert dict(reply.weights) == pytest.approx({leg: w / total for leg, w in profile.items()})
-    assert top.score == pytest.approx(
-        sum(reply.weights[BY_VALUE[e.leg].name] / (60 + e.rank) for e in top.explain if e.rank)
-    )
+    # the default fusion, DBSF: each leg adds its weight x its z-score-normalized score
+    for match in reply.matches:
+        for e in match.explain:
+            assert 0.0 <= e.normalized_score <= 1.0
+            assert e.contribution == pytest.approx(reply.weights[BY_VALUE[e.leg].name] * e.normalized_score)
+        assert match.score == pytest.approx(sum(e.contribution for e in match.explain))
     assert top.content  # the gateway reads the content of its answers
 
 

@@ -72,7 +72,8 @@ def request(
         corpus_id=SAMPLE_CORPUS,
         query=query,
         top_k=10,
-        options=fusion_options(techniques=techniques, candidates_per_leg=3, enabled=enabled),
+        # plain RRF: its scores can be checked rank by rank over every list
+        options=fusion_options(techniques=techniques, candidates_per_leg=3, enabled=enabled, method="rrf"),
     )
 
 

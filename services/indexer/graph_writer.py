@@ -26,6 +26,9 @@ class GraphChange:
     relations: Sequence[Relation]  # every relation of the new parse
     replaced_files: Sequence[str]  # new or changed files
     deleted_files: Sequence[str]
+    # Write the generation from scratch, not from a copy of the last one (a new index format:
+    # the copy would keep the old format's indexes).
+    rebuild: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +55,7 @@ async def write_next_generation(store: GraphStore, change: GraphChange) -> Graph
     new_key = graph_key(change.corpus_id, change.base_generation + 1)
     await store.delete_corpus(new_key)
     has_base = change.base_generation > 0 and (await store.counts(base_key))["entities"] > 0
-    if not has_base:
+    if not has_base or change.rebuild:
         await store.ensure_schema(new_key)
         written = await store.upsert_entities(new_key, change.entities)
         added = await store.upsert_relations(new_key, change.relations)
@@ -61,13 +64,20 @@ async def write_next_generation(store: GraphStore, change: GraphChange) -> Graph
     await store.copy_graph(base_key, new_key)
     touched = set(change.replaced_files) | set(change.deleted_files)
     await store.delete_files(new_key, sorted(touched))
+    # Entities of no file (named entities of documents) belong to the whole corpus: their set is
+    # diffed whole, and one whose name or aliases changed is rewritten.
+    stored_free = {e.entity_id: e for e in await store.entities_in_files(new_key, [""])}
+    wanted_free = {e.entity_id: e for e in change.entities if not e.file_path}
+    await store.delete_entities(new_key, sorted(set(stored_free) - set(wanted_free)))
     # Entities of unchanged files were copied as they were; one whose unresolved references a
     # changed file now resolves (or no longer resolves) is rewritten too.
     stored_unresolved = await store.unresolved_refs(new_key)
     rewrite = [
         e
         for e in change.entities
-        if e.file_path in touched or stored_unresolved.get(e.entity_id, ()) != e.unresolved
+        if e.file_path in touched
+        or (not e.file_path and stored_free.get(e.entity_id) != e)
+        or (e.file_path and stored_unresolved.get(e.entity_id, ()) != e.unresolved)
     ]
     written = await store.upsert_entities(new_key, rewrite)
     wanted = set(change.relations)

@@ -28,6 +28,7 @@ import asyncpg
 import numpy as np
 
 from services.indexer import graph_writer
+from services.indexer.document_graph import chunk_vectors, document_chunks, document_nodes, similar_chunks
 from services.indexer.graph_writer import GraphChange, drop_generation, write_next_generation
 from services.indexer.pg_writer import (
     CorpusInfo,
@@ -71,7 +72,9 @@ log = logging.getLogger(__name__)
 #   4: documents chunked within 48..128 estimated tokens (was 80..224).
 #   5: calling a class also calls the class, bare decorators are calls, and inferred call edges
 #      (by method name, with a confidence) for calls on receivers of unknown type.
-INDEX_FORMAT = 5
+#   6: the document graph (document and chunk nodes, CONTAINS, SIMILAR_TO, named entities with
+#      MENTIONS and RELATED_TO), type labels on nodes, aliases in the fulltext index.
+INDEX_FORMAT = 6
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -388,6 +391,11 @@ class IndexPipeline:
             entities, relations, counts.unresolved_references = _graph_of(
                 corpus_id, parsed, self._cfg.indexer.inferred_call_max_candidates
             )
+        with counts.timed("document_graph"):
+            document_entities, document_relations = await self._document_graph(corpus_id, base + 1, parsed)
+            entities += document_entities
+            relations += document_relations
+        with counts.timed("graph"):
             await write_next_generation(
                 self._graph,
                 GraphChange(
@@ -397,6 +405,7 @@ class IndexPipeline:
                     relations=relations,
                     replaced_files=[f.path for f in changed],
                     deleted_files=deleted,
+                    rebuild=not same_format,
                 ),
             )
         counts.entities, counts.relationships = len(entities), len(relations)
@@ -432,6 +441,21 @@ class IndexPipeline:
         with counts.timed("vacuum"):
             await tidy_postings(self._pool)
         yield counts.event("done", done=True)
+
+    async def _document_graph(
+        self, corpus_id: str, generation: int, parsed: _Parsed
+    ) -> tuple[list[Entity], list[Relation]]:
+        """Document and chunk nodes, CONTAINS and SIMILAR_TO edges of the generation being built."""
+        chunks = document_chunks(parsed.chunks_by_file)
+        nodes = document_nodes(corpus_id, chunks)
+        gcfg = self._cfg.graph
+        similar: list[Relation] = []
+        if chunks and gcfg.similar_to_k > 0:
+            vectors = await chunk_vectors(self._pool, corpus_id, generation, [c.chunk_id for c in chunks])
+            similar = await asyncio.to_thread(
+                similar_chunks, vectors, gcfg.similar_to_threshold, gcfg.similar_to_k
+            )
+        return nodes.entities, nodes.contains + similar
 
     async def _parse_and_embed(
         self,

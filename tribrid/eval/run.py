@@ -152,6 +152,7 @@ async def run_leg(
     progress: Progress,
     label: str,
     strict: Matcher = is_match,
+    keep_lists: bool = False,
 ) -> LegRun:
     task = progress.add_task(label, total=len(queries))
     sem = asyncio.Semaphore(concurrency)
@@ -174,6 +175,10 @@ async def run_leg(
                 "error": error,
                 "top": [f"{h.path}:{h.start_line}-{h.end_line}" for h in hits[:3]],
             }
+            if keep_lists:  # the whole ranked list, for re-fusing offline (bench/fusion_lab.py)
+                detail["ranked"] = [
+                    [m.chunk_id, m.file_path, m.start_line, m.end_line, m.score] for m in matches
+                ]
             results[i] = (scores, detail, error, latency)
             progress.advance(task)
 
@@ -192,6 +197,7 @@ async def evaluate(
     top_k: int,
     concurrency: int,
     timeout_s: float,
+    keep_lists: bool = False,
 ) -> dict[str, dict[str, LegRun]]:
     channels = {name: grpc.aio.insecure_channel(cfg.services.address(name)) for name in SEARCHED}
     try:
@@ -217,6 +223,7 @@ async def evaluate(
                         progress,
                         f"{name} / {leg}",
                         strict,
+                        keep_lists,
                     )
         return out
     finally:
@@ -340,6 +347,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="per-query deadline, seconds")
     parser.add_argument("--no-index", action="store_true", help="skip the IndexCorpus step")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--keep-lists", action="store_true", help="store every leg's whole ranked list per query (fusion lab)"
+    )
     args = parser.parse_args()
 
     cfg = load_config()
@@ -351,7 +361,9 @@ def main() -> None:
     if not args.no_index:
         asyncio.run(ensure_indexed(cfg, {c: p for c, p in corpora.items() if c in needed}))
     started = time.monotonic()
-    runs = asyncio.run(evaluate(cfg, sets, args.legs, args.top_k, args.concurrency, args.timeout))
+    runs = asyncio.run(
+        evaluate(cfg, sets, args.legs, args.top_k, args.concurrency, args.timeout, args.keep_lists)
+    )
     summary = summarize(runs)
     breakdown = by_tag(sets, runs)
     print_table(summary)

@@ -187,6 +187,14 @@ class GraphStore(GraphReader, Protocol):
         """Delete the entities of these files and their relations; returns entities deleted."""
         ...
 
+    async def delete_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> int:
+        """Delete these entities and their relations; returns how many were deleted."""
+        ...
+
+    async def entities_in_files(self, corpus_id: str, file_paths: Sequence[str]) -> list[Entity]:
+        """The entities of these files ("" names those of no file: named entities), by id."""
+        ...
+
     async def delete_corpus(self, corpus_id: str) -> None:
         """Delete everything stored for the corpus."""
         ...

@@ -73,6 +73,13 @@ DETACH DELETE e
 RETURN count(*) AS deleted
 """
 
+DELETE_ENTITIES = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {corpus_id: $corpus_id, id: entity_id})
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+
 DELETE_CORPUS_ENTITIES = """
 MATCH (e:Entity {corpus_id: $corpus_id})
 WITH e LIMIT $batch
@@ -160,6 +167,12 @@ WHERE e.id > $after AND size(coalesce(e.unresolved, [])) > 0
 RETURN e.id AS id, e.unresolved AS unresolved
 ORDER BY id
 LIMIT $batch
+"""
+
+ENTITIES_IN_FILES = f"""
+UNWIND $file_paths AS path
+MATCH (e:Entity {{corpus_id: $corpus_id, file_path: path}})
+RETURN {ENTITY_COLUMNS}
 """
 
 ENTITIES_BY_CHUNKS = f"""

@@ -214,6 +214,24 @@ class CypherGraphStore(ABC):
             )
         return deleted
 
+    async def delete_entities(self, corpus_id: str, entity_ids: Sequence[str]) -> int:
+        check_corpus_id(corpus_id)
+        deleted = 0
+        for batch in batches(clean_strings(entity_ids), self._batch_size):
+            rows = await self._write(corpus_id, cypher.DELETE_ENTITIES, ids=list(batch))
+            deleted += int(rows[0]["deleted"]) if rows else 0
+        return deleted
+
+    async def entities_in_files(self, corpus_id: str, file_paths: Sequence[str]) -> list[Entity]:
+        check_corpus_id(corpus_id)
+        paths = [path for path in dict.fromkeys(file_paths) if "\x00" not in path]
+        found: dict[str, Entity] = {}
+        for batch in batches(paths, self._batch_size):
+            for row in await self._read(corpus_id, cypher.ENTITIES_IN_FILES, file_paths=list(batch)):
+                entity = _entity_from_row(row)
+                found[entity.entity_id] = entity
+        return [found[eid] for eid in sorted(found)]
+
     async def delete_corpus(self, corpus_id: str) -> None:
         check_corpus_id(corpus_id)
         await self._delete_in_batches(corpus_id, cypher.DELETE_CORPUS_ENTITIES)

@@ -1,0 +1,100 @@
+"""The document graph the indexer writes: document and chunk nodes, CONTAINS, SIMILAR_TO, and an
+incremental re-index of one changed document that ends exactly where a fresh index does."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from services.indexer.document_graph import similar_chunks
+from tests.conftest import Stack, index_corpus
+from tribrid.graphstore.base import graph_key
+from tribrid.models import Entity, Relation
+from tribrid.stores.postgres import committed, corpus_generation
+
+KNOWLEDGE = Path(__file__).parent / "fixtures" / "knowledge"
+
+
+def test_similar_chunks_keeps_the_k_nearest_at_or_above_the_threshold() -> None:
+    vectors = {
+        "a": np.array([1.0, 0.0, 0.0]),
+        "b": np.array([0.9, 0.1, 0.0]),  # cos(a, b) = 0.9939
+        "c": np.array([0.6, 0.8, 0.0]),  # cos(a, c) = 0.6, cos(b, c) = 0.6727
+        "d": np.array([0.0, 0.0, 2.0]),  # orthogonal to all
+    }
+    cos_ab = 0.9 / np.hypot(0.9, 0.1)
+    cos_bc = (0.9 * 0.6 + 0.1 * 0.8) / np.hypot(0.9, 0.1)
+    assert similar_chunks(vectors, 0.7, 5) == [Relation("a", "b", "similar_to", similarity=cos_ab)]
+    # a lower threshold lets c in; k = 1 keeps each chunk's nearest, an edge kept by either end
+    assert similar_chunks(vectors, 0.5, 1) == [
+        Relation("a", "b", "similar_to", similarity=cos_ab),
+        Relation("b", "c", "similar_to", similarity=cos_bc),
+    ]
+    assert similar_chunks(vectors, 0.5, 0) == []
+    assert similar_chunks({"a": vectors["a"]}, 0.0, 3) == []
+
+
+async def document_graph(stack: Stack, corpus_id: str) -> tuple[set[Entity], set[Relation]]:
+    store = stack.resources.graph()
+    generation = await corpus_generation(await stack.resources.pool(), corpus_id)
+    assert generation is not None
+    key = graph_key(corpus_id, generation)
+    entities = set(await store.get_entities(key, await store.entity_ids(key)))
+    return entities, set(await store.all_relations(key))
+
+
+NamedGraph = tuple[set[tuple[str, str, str]], set[tuple[str, str, str, int, float, float]]]
+
+
+def named_graph(graph: tuple[set[Entity], set[Relation]]) -> NamedGraph:
+    """A graph by what its ids name (ids are derived from the corpus id); undirected edges as
+    sorted pairs (stored from the smaller id, which differs between corpora)."""
+    name = {e.entity_id: f"{e.type}:{e.qualified_name}:{e.name}" for e in graph[0]}
+    edges = set()
+    for r in graph[1]:
+        ends = (name[r.source_id], name[r.target_id])
+        if r.type in ("similar_to", "related_to"):
+            ends = (min(ends), max(ends))
+        edges.add((ends[0], r.type, ends[1], r.count, r.strength, r.similarity))
+    return {(e.type, e.qualified_name, e.name) for e in graph[0]}, edges
+
+
+async def test_document_nodes_and_edges_follow_the_documents(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    shutil.copytree(KNOWLEDGE, root)
+    corpus_id = "docgraph_incremental"
+    await index_corpus(stack, corpus_id, root)
+    entities, relations = await document_graph(stack, corpus_id)
+    pool = await stack.resources.pool()
+    rows = await pool.fetch(
+        "SELECT chunk_id, file_path FROM chunks c"
+        f" WHERE corpus_id = $1 AND kind = 'section' AND {committed('c')}",
+        corpus_id,
+    )
+    chunk_nodes = {e.entity_id: e for e in entities if e.type == "chunk"}
+    documents = {e.entity_id: e for e in entities if e.type == "document"}
+    assert set(chunk_nodes) == {r["chunk_id"] for r in rows}
+    assert {e.chunk_id for e in chunk_nodes.values()} == set(chunk_nodes)  # a chunk node is its chunk
+    assert sorted(d.file_path for d in documents.values()) == sorted({r["file_path"] for r in rows})
+    contains = {(r.source_id, r.target_id) for r in relations if r.type == "contains"}
+    assert contains == {(d_id, c.entity_id) for d_id, d in documents.items() for c in chunk_nodes.values()
+                        if c.file_path == d.file_path}  # fmt: skip
+    similar = [r for r in relations if r.type == "similar_to"]
+    assert similar and all(r.similarity >= stack.cfg.graph.similar_to_threshold for r in similar)
+    assert all(r.source_id < r.target_id and r.source_id in chunk_nodes for r in similar)
+
+    # Change one document: the incremental run's graph is the one a fresh index builds.
+    museum = root / "museum.md"
+    museum.write_text(museum.read_text() + "\n\n## Visiting\n\nThe museum in Oslo opens every day.\n")
+    await index_corpus(stack, corpus_id, root)
+    incremental = await document_graph(stack, corpus_id)
+    fresh_id = "docgraph_fresh"
+    await index_corpus(stack, fresh_id, root)
+    fresh_entities, fresh_relations = await document_graph(stack, fresh_id)
+    assert incremental != (entities, relations)
+
+    got, want = named_graph(incremental), named_graph((fresh_entities, fresh_relations))
+    assert got[0] == want[0]
+    assert sorted(got[1] - want[1]) == sorted(want[1] - got[1]) == []
