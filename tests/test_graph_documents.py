@@ -3,10 +3,12 @@ on a hand-built graph with known strengths and similarities (services.graph.docu
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import grpc
 import pytest
@@ -22,13 +24,15 @@ from services.graph.documents import (
 )
 from services.graph.search import GraphResult
 from services.graph.service import GraphServicer
-from tests.conftest import Stack, StoredChunk, store_committed_chunks
+from tests.conftest import Stack, StoredChunk, index_corpus, store_committed_chunks
+from tests.test_document_graph import KNOWLEDGE
 from tests.test_graph_leg import FIXTURE_EDGES, GENERATION, fixture_entities, graph_corpus, graph_options
 from tribrid.config import TriBridConfig
 from tribrid.graphstore.base import GraphReader, graph_key
 from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 from tribrid.search_common import SearchParams
+from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
 
 # The fixture: one document of six chunks, five named entities.
@@ -488,3 +492,33 @@ async def test_named_relationship_types_narrow_the_walk(
         )
     assert [m.chunk_id for m in reply.matches] == ["c6"]
     assert await rpc_search(stack, corpus, "texas", relationship_types=["calls"]) == []
+
+
+async def test_expansion_over_an_indexed_corpus(stack: Stack, tmp_path: Path) -> None:
+    """The indexer's own document graph (tests/fixtures/knowledge): a chunk's SIMILAR_TO neighbours
+    come back at depth 1 scored by their stored similarity."""
+    root = tmp_path / "docs"
+    shutil.copytree(KNOWLEDGE, root)
+    corpus_id = f"gdoc-indexed-{uuid.uuid4().hex[:8]}"
+    await index_corpus(stack, corpus_id, root)
+    generation = await corpus_generation(await stack.resources.pool(), corpus_id)
+    assert generation is not None
+    store = stack.resources.graph()
+    similar = [
+        r for r in await store.all_relations(graph_key(corpus_id, generation)) if r.type == "similar_to"
+    ]
+    start = min(r.source_id for r in similar)
+    want = {}
+    for r in similar:
+        if start in (r.source_id, r.target_id):
+            want[r.target_id if r.source_id == start else r.source_id] = round(r.similarity, 6)
+    async with stack.channel("graph") as channel:
+        reply = await graph_pb2_grpc.GraphSearchStub(channel).ExpandContext(
+            graph_pb2.ExpandContextRequest(
+                corpus_id=corpus_id, chunk_ids=[start], max_hops=1, relationship_types=["similar_to"]
+            ),
+            timeout=30,
+        )
+    assert {m.chunk_id: round(m.score, 6) for m in reply.matches} == want
+    assert all(m.expansion_depth == 1 for m in reply.matches)
+    assert [m.score for m in reply.matches] == sorted((m.score for m in reply.matches), reverse=True)
