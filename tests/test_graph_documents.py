@@ -46,6 +46,8 @@ NAMED = [
     ("e_expo", "event", "Tech Expo", ()),
     ("e_michael", "person", "Michael Dell", ()),
     ("e_texas", "location", "Texas", ()),
+    ("e_whales", "location", "the Bay of Whales", ("Bay of Whales",)),
+    ("e_ross", "location", "the Ross Sea", ()),
 ]
 MENTIONS = [
     ("c1", "e_dell", 3),
@@ -193,6 +195,12 @@ def test_query_terms() -> None:
         "Austin",
         "University of Texas",
         "Texas at Austin",
+        # the names' forms with an article (a display name can keep it)
+        "the University",
+        "the Texas",
+        "the Austin",
+        "the University of Texas",
+        "the Texas at Austin",
     ]  # "University of Texas at Austin" is 5 words: more than MAX_NAME_WORDS
     assert prefix == ["University", "Texas", "Austin"]
 
@@ -215,6 +223,10 @@ async def test_seeds_by_name_alias_prefix_and_ner(
     ]
     assert await seeds("the office in TX") == []
     assert await seeds("the office in TX", recognized=["Texas"]) == [("e_texas", 1.0)]
+    # a name shown with its article, found with or without it
+    assert await seeds("sailing to the ross sea") == [("e_ross", 1.0)]
+    assert await seeds("Ross Sea ice") == [("e_ross", 1.0)]
+    assert await seeds("the bay of whales") == [("e_whales", 1.0)]
     # code entity types and chunks are not seeds of a document search
     assert await seeds("Manual Part c1") == []
 

@@ -130,7 +130,9 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
 
     Exact (name, alias): every run of 1..MAX_NAME_WORDS words that neither starts nor ends with a
     stop word ("the University of Texas" -> "University of Texas", "Texas", ...); a case-blind
-    dictionary lookup each, so a name written in lower case still matches. Prefix (fulltext):
+    dictionary lookup each, so a name written in lower case still matches. Each is also looked
+    up with "the " before it: a name shows its most frequent surface form, which can keep its
+    article ("the Bay of Whales"). Prefix (fulltext):
     capitalized words only, the proper nouns of a question; a lower-case word's prefix would
     match names in passing ("port" -> "Portland").
     """
@@ -144,6 +146,8 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
             if size == 1 and len(run[0]) < 2:
                 continue
             exact.setdefault(" ".join(run), None)
+    for term in list(exact):
+        exact.setdefault(f"the {term}", None)
     prefix = [
         w
         for w in dict.fromkeys(words)
