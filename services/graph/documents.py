@@ -164,8 +164,9 @@ async def find_document_seeds(
     recognized: Sequence[str] = (),
 ) -> list[tuple[Entity, float]]:
     """The named entities a question names, best first (then id), at most max_seeds: its word runs
-    and the names NER `recognized` in it matched exactly (name or alias, 1.0), and its capitalized
-    words by prefix (0.7)."""
+    and the names NER `recognized` in it matched exactly (name or alias: 1.0), and its capitalized
+    words by fulltext prefix (0.7 when the name starts with the word, 0.4 when another of its
+    words does: "Dell" -> "Michael Dell"). A seed's score multiplies its paths' values."""
     if not settings.named_types:
         return []
     exact_terms, prefix_words = query_terms(query)
@@ -232,7 +233,8 @@ def _strongest(
 ) -> dict[str, list[tuple[Relation, str]]]:
     """node -> (relation, the node at its other end) for the relations touching these nodes with
     a value of at least `minimum`, strongest first (then count, then the other node's id), at most
-    max_fanout per node. Undirected kinds come in both ways (a relation can appear twice)."""
+    max_fanout per node. A node may be either end (RELATED_TO and SIMILAR_TO are walked both
+    ways), and a relation read from both ends counts once."""
     by_node: dict[str, dict[tuple[str, str, str], tuple[Relation, str]]] = {}
     for relation in relations:
         value = _edge_value(relation)
