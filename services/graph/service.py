@@ -253,7 +253,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             external = self._external.of(key, life)
             found = await graph_search(reader, self._pool, key, params, settings, external)
         if kinds.documents:
-            walked = options.relationship_types or DOCUMENT_RELATIONSHIP_TYPES
+            walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
             documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
             recognized = await self._recognized(params.query)
             in_documents = await document_search(reader, self._pool, key, params, documents, recognized)
