@@ -109,7 +109,13 @@ load: install
 	$(PY) -m bench.load --leg $(LEG) --concurrency $(CONCURRENCY) --duration $(DURATION) \
 		$(if $(filter 1,$(NO_CACHE_WARM)),--no-cache-warm,) $(if $(CORPUS),--corpus $(CORPUS),)
 
-.PHONY: bench bench-techniques
+# NER precision/recall/F1 per type (PERSON, ORG, GPE) on the hand-labelled sample in evals/ner/;
+# writes evals/results/ner-latest.json and .png. Needs no stores.
+.PHONY: eval-ner
+eval-ner: install
+	$(PY) -m tribrid.eval.ner
+
+.PHONY: bench bench-techniques bench-ner
 
 # Query techniques (bench/bench_techniques.py): the gateway's added latency with HyDE and
 # multi-query when the stand-in model answers at once and when it hangs (cut at the technique
@@ -124,3 +130,8 @@ bench-techniques: install
 BENCH_CONCURRENCY ?= 16
 bench: serve
 	$(PY) -m bench.bench_fusion --concurrency $(BENCH_CONCURRENCY) $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
+
+# Named-entity extraction throughput (chunks/s, chars/s) next to the embedding rate on the same
+# document chunks (bench/bench_ner.py); writes bench/results/bench_ner.{json,png}. Needs no stores.
+bench-ner: install
+	$(PY) -m bench.bench_ner

@@ -52,6 +52,21 @@ async def test_search_json_and_table(stack: Stack, sample_corpus: indexer_pb2.In
     assert code == 0, err
     assert "vector=OK" in out and "sparse=OK" in out and "graph=OK" in out
     assert "shop.cart" in out or "shop." in out
+    assert "read as: structural (callers); weights vector=0.05 sparse=0.10 graph=0.85" in out
+
+
+async def test_explain_query_shows_how_a_question_is_read(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    for question, reading in [
+        ("what does checkout call", "structural (callees)"),
+        ("subclasses of PaymentGateway", "structural (subclasses)"),
+        ("validate_card_number", "identifier;"),
+        ("charge the card and apply the tax", "natural;"),
+    ]:
+        code, out, err = await cli(stack, "explain-query", question, "--corpus", SAMPLE_CORPUS)
+        assert code == 0, err
+        assert f"read as: {reading}" in out, out
 
 
 async def test_bad_search_exits_non_zero_with_the_reason(

@@ -55,13 +55,13 @@ async def test_path(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> N
         "shop.cart.Cart.total_price",
         "shop.pricing.apply_tax",
     ]
-    assert len(path["relationship_types"]) == 1
+    assert len(path["relationship_types"]) == 1 and len(path["edges"]) == 1
 
     code, out, err = await graph(
         stack, "path", "validate_card_number", "restock", "--max-hops", "2", "--json"
     )
     assert code == 0, err
-    assert json.loads(out) == {"found": False, "entities": [], "relationship_types": []}
+    assert json.loads(out) == {"found": False, "entities": [], "relationship_types": [], "edges": []}
 
     code, out, err = await graph(stack, "path", "total_price", "apply_tax")
     assert code == 0, err

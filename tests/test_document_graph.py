@@ -81,6 +81,24 @@ async def test_document_nodes_and_edges_follow_the_documents(stack: Stack, tmp_p
     contains = {(r.source_id, r.target_id) for r in relations if r.type == "contains"}
     assert contains == {(d_id, c.entity_id) for d_id, d in documents.items() for c in chunk_nodes.values()
                         if c.file_path == d.file_path}  # fmt: skip
+    # named entities from the real model: Amundsen is a person mentioned across documents, and
+    # related to the places the same chunks name
+    named = {e.name: e for e in entities if e.type in stack.cfg.entities.types.values()}
+    assert named["Roald Amundsen"].type == "person" and "Amundsen" in named["Roald Amundsen"].aliases
+    assert named["Oslo"].type == "location"
+    mentions = [r for r in relations if r.type == "mentions"]
+    amundsen = named["Roald Amundsen"].entity_id
+    mentioning = {r.source_id for r in mentions if r.target_id == amundsen}
+    assert {chunk_nodes[c].file_path for c in mentioning} >= {"expedition.md", "museum.md", "rivals.md"}
+    assert all(r.count >= 1 and r.source_id in chunk_nodes for r in mentions)
+    related = [r for r in relations if r.type == "related_to"]
+    assert related and all(0 < r.strength <= 1 and r.source_id < r.target_id for r in related)
+    chunks_of = {
+        e: {r.source_id for r in mentions if r.target_id == e} for e in {r.target_id for r in mentions}
+    }
+    for r in related:  # Jaccard over the chunks that mention each entity
+        a, b = chunks_of[r.source_id], chunks_of[r.target_id]
+        assert r.strength == round(len(a & b) / len(a | b), 6)
     similar = [r for r in relations if r.type == "similar_to"]
     assert similar and all(r.similarity >= stack.cfg.graph.similar_to_threshold for r in similar)
     assert all(r.source_id < r.target_id and r.source_id in chunk_nodes for r in similar)

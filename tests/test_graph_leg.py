@@ -191,6 +191,27 @@ def test_detect_intent(query: str, intent: str | None) -> None:
 
 def test_seed_terms_drop_question_words() -> None:
     assert seed_terms("who calls shop.cart.checkout") == ["shop.cart.checkout", "checkout"]
+    # an opening imperative is not a name; the same word as the name asked about is
+    assert seed_terms("find the usages of checkout") == ["checkout"]
+    assert seed_terms("list usages of checkout") == ["checkout"]
+    assert seed_terms("who calls list") == ["list"]
+
+
+async def test_importers_follow_imports_into_the_module(stack: Stack) -> None:
+    def modules(corpus_id: str) -> list[Entity]:
+        return [ent(corpus_id, n, type_="module") for n in ("pricing", "cart", "orders", "report")]
+
+    edges = [
+        Relation("cart", "pricing", "imports"),
+        Relation("orders", "pricing", "imports"),
+        Relation("report", "cart", "imports"),
+        Relation("report", "orders", "calls"),  # not an import: no answer to "what imports"
+    ]
+    async with graph_corpus(stack, "gimp", modules, edges) as corpus_id:
+        for question in ("what imports pricing", "modules that import pricing", "pricing importers"):
+            found = names(await graph_search(stack, corpus_id, question, max_hops=1))
+            assert found[:2] == ["cart", "orders"], (question, found)
+            assert "report" not in found
 
 
 # --- traversal, ranking, provenance through the graph service ----------------------------------

@@ -85,6 +85,11 @@ def value_problems(
     """What is wrong with `node` as the schema of one value of `field` (not the repeated list)."""
     schema = _schema(doc, node)
     if field.type == F.TYPE_MESSAGE:
+        assert field.message_type is not None
+        if field.message_type.full_name == "google.protobuf.Struct":  # its JSON form: any object
+            if node.get("type") != "object" or "additionalProperties" not in node:
+                return [f"{where}: a Struct should be an object with additionalProperties"]
+            return []
         if "$ref" not in (node["allOf"][0] if "allOf" in node else node):
             return [f"{where}: a message field without a $ref"]
         assert field.message_type is not None

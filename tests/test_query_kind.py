@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_kind import classify_query, is_code_like
+from tribrid.query_kind import classify_query, detect_intent, is_code_like
 
 
 @pytest.mark.parametrize(
@@ -60,3 +60,145 @@ def test_is_code_like(word: str, code: bool) -> None:
 def test_documents_have_no_code_structure_questions(query: str, on_code: str, on_documents: str) -> None:
     assert classify_query(query) == on_code
     assert classify_query(query, code_corpus=False) == on_documents
+
+
+# One row per phrasing family and intent: how people ask, not how the eval sets ask (those are
+# generated elsewhere from their own templates and are never read here).
+PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
+    ("callers", "verb question", ["who calls parse_args", "what uses Session", "which methods invoke flush"]),
+    (
+        "callers",
+        "relative clause",
+        ["functions that call Console", "code which uses retry", "places that reference MAX_SIZE"],
+    ),
+    (
+        "callers",
+        "passive",
+        [
+            "where is parse_args called",
+            "is Session ever used",
+            "where does flush get called",
+            "connect is called by what",
+        ],
+    ),
+    (
+        "callers",
+        "noun phrase",
+        [
+            "callers of parse_args",
+            "usages of Session",
+            "call sites of flush",
+            "references to MAX_SIZE",
+            "parse_args usages",
+            "Session callers",
+        ],
+    ),
+    (
+        "callers",
+        "imperative",
+        [
+            "find the callers of parse_args",
+            "list all usages of Session",
+            "show me the functions that call flush",
+            "find where retry is used",
+        ],
+    ),
+    ("callers", "possessive", ["parse_args's callers", "Session\u2019s usages"]),
+    ("callers", "depends on", ["what depends on Session", "which modules rely on retry"]),
+    (
+        "callees",
+        "verb question",
+        ["what does parse_args call", "which functions does Session use", "what does flush invoke"],
+    ),
+    (
+        "callees",
+        "passive",
+        ["functions called by parse_args", "what is called from flush", "methods used inside Session"],
+    ),
+    ("callees", "noun phrase", ["callees of parse_args", "calls made by flush", "outgoing calls of Session"]),
+    ("callees", "imperative", ["find what parse_args calls", "list the callees of flush"]),
+    ("callees", "possessive", ["parse_args's callees", "flush's dependencies"]),
+    ("callees", "depends on", ["what does Session depend on", "parse_args depends on"]),
+    (
+        "members",
+        "noun phrase",
+        ["methods of Session", "attributes of Console", "fields in Config", "Session methods"],
+    ),
+    ("members", "verb question", ["what methods does Session have", "what does class Console define"]),
+    ("members", "possessive", ["Session's methods", "Console\u2019s attributes"]),
+    ("members", "imperative", ["list the methods of Session", "show all the members of Console"]),
+    (
+        "subclasses",
+        "noun phrase",
+        [
+            "subclasses of BaseTransport",
+            "implementations of Protocol",
+            "child classes of Widget",
+            "BaseTransport subclasses",
+        ],
+    ),
+    (
+        "subclasses",
+        "relative clause",
+        [
+            "classes that inherit from BaseTransport",
+            "classes which extend Widget",
+            "types that implement Protocol",
+        ],
+    ),
+    ("subclasses", "derived", ["classes derived from BaseTransport", "classes based on Widget"]),
+    (
+        "subclasses",
+        "verb question",
+        ["who extends BaseTransport", "what inherits from Widget", "which classes subclass Protocol"],
+    ),
+    ("subclasses", "passive", ["is BaseTransport subclassed", "where is Widget extended"]),
+    ("subclasses", "possessive", ["BaseTransport's subclasses", "Widget\u2019s descendants"]),
+    (
+        "subclasses",
+        "imperative",
+        ["find the subclasses of BaseTransport", "list all implementations of Protocol"],
+    ),
+    ("bases", "noun phrase", ["base classes of Client", "superclass of Widget", "parents of Session"]),
+    (
+        "bases",
+        "verb question",
+        ["what does Client inherit from", "what does class Widget extend", "what does Session derive from"],
+    ),
+    ("bases", "passive", ["what is Client derived from", "what is Widget a subclass of"]),
+    ("bases", "possessive", ["Client's base classes", "Widget's superclass"]),
+    (
+        "importers",
+        "verb question",
+        ["what imports utils", "which modules import config", "who imports the module settings"],
+    ),
+    ("importers", "noun phrase", ["importers of utils", "utils importers"]),
+    ("importers", "relative clause", ["files that import config", "modules which require settings"]),
+    ("importers", "passive", ["where is config imported"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("intent", "query"),
+    [(intent, q) for intent, _family, queries in PHRASING_FAMILIES for q in queries],
+    ids=[f"{intent}-{family}-{i}" for intent, family, qs in PHRASING_FAMILIES for i in range(len(qs))],
+)
+def test_phrasing_families(intent: str, query: str) -> None:
+    assert detect_intent(query) == intent
+    assert classify_query(query) == "structural"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "parse command line options",
+        "how does the retry loop back off",
+        "Return the terminal size.",
+        "open a file for reading",
+        "the user interface of the settings page",
+        "called",  # a lone word is a name here, not a question
+        "shop checkout total",
+    ],
+)
+def test_prose_is_not_read_as_a_structural_question(query: str) -> None:
+    assert detect_intent(query) is None

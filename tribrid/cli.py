@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import grpc
 import typer
@@ -359,6 +359,22 @@ def search(
     print_results(query, reply)
 
 
+@app.command("explain-query")
+def explain_query(
+    query: Annotated[str, typer.Argument(help="the question to read")],
+    corpus: Annotated[str, typer.Option("--corpus", help="corpus name (its content shapes the weights)")],
+    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="the call's deadline")] = 5000,
+) -> None:
+    """How the gateway reads a question on a corpus: its kind, intent and the legs' weights."""
+    cfg = _config()
+    request = common_pb2.SearchRequest(corpus_id=corpus, query=query, top_k=1)
+    try:
+        reply = asyncio.run(_search(cfg, request, timeout_ms / 1000))
+    except grpc.aio.AioRpcError as err:
+        raise _grpc_error(err) from None
+    console.print(query_reading(reply))
+
+
 async def _search(
     cfg: TriBridConfig, request: common_pb2.SearchRequest, timeout_s: float
 ) -> fusion_pb2.FusionSearchResponse:
@@ -405,7 +421,16 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
         f"({r.hits} hits, {r.latency_ms:.1f} ms){' ' + r.error if r.error else ''}"
         for r in reply.legs
     )
-    console.print(f"legs: {reports}   partial={reply.partial}   took {reply.took_ms:.1f} ms\n")
+    console.print(f"legs: {reports}   partial={reply.partial}   took {reply.took_ms:.1f} ms")
+    console.print(f"{query_reading(reply)}\n")
+
+
+def query_reading(reply: fusion_pb2.FusionSearchResponse) -> str:
+    """How the gateway read the question: its kind, intent, and the legs' weights (and why)."""
+    intent = f" ({reply.query_intent})" if reply.query_intent else ""
+    weights = " ".join(f"{leg}={reply.weights[leg]:.2f}" for leg in LEG_NAMES if leg in reply.weights)
+    reason = f"; {reply.weights_reason}" if reply.weights_reason else ""
+    return f"read as: {reply.query_kind}{intent}; weights {weights}{reason}"
 
 
 def describe_match(match: common_pb2.ChunkMatch) -> str:
@@ -496,7 +521,7 @@ def _demo_queries(cfg: TriBridConfig, corpus_id: str, queries: tuple[str, ...]) 
 
 # --- tribrid graph: the graph service's lookups -------------------------------------------------
 
-graph_app = typer.Typer(no_args_is_help=True, help="Look up a corpus's code graph (the graph service).")
+graph_app = typer.Typer(no_args_is_help=True, help="Look up a corpus's graph (the graph service).")
 app.add_typer(graph_app, name="graph")
 _GRAPH_TIMEOUT_S = 30.0
 _Reply = TypeVar("_Reply", bound=Message)
@@ -541,6 +566,22 @@ def _location(file_path: str, start_line: int, end_line: int) -> str:
     return f"{file_path}:{start_line}-{end_line}" if file_path else "-"
 
 
+def _edge_text(edge: common_pb2.EdgeProperties) -> str:
+    """An edge's properties that are set, e.g. "count=3" or "strength=0.8"."""
+    parts = [f"count={edge.count}"] if edge.count else []
+    parts += [f"strength={edge.strength:g}"] if edge.strength else []
+    parts += [f"similarity={edge.similarity:g}"] if edge.similarity else []
+    parts += [f"inferred, confidence={edge.confidence:.2f}"] if edge.inferred else []
+    return ", ".join(parts)
+
+
+def _pages(match: common_pb2.ChunkMatch) -> str:
+    if not match.page_start:
+        return ""
+    same = match.page_end in (0, match.page_start)
+    return str(match.page_start) if same else f"{match.page_start}-{match.page_end}"
+
+
 @graph_app.command("neighbors")
 def graph_neighbors(
     entity: _EntityArgument,
@@ -566,7 +607,9 @@ def graph_neighbors(
     if as_json:
         _print_json(reply)
         return
-    table = Table("relationship", "direction", "type", "entity", "location", title=f"neighbours of {entity}")
+    table = Table(
+        "relationship", "direction", "type", "entity", "location", "edge", title=f"neighbours of {entity}"
+    )
     for e in reply.entities:
         table.add_row(
             e.relationship_type,
@@ -574,6 +617,7 @@ def graph_neighbors(
             e.type,
             e.qualified_name or e.name,
             _location(e.file_path, e.start_line, e.end_line),
+            _edge_text(e.edge),
         )
     console.print(table)
 
@@ -614,23 +658,127 @@ def graph_path(
 
 
 @graph_app.command("chunks")
-def graph_chunks(entity: _EntityArgument, corpus: _CorpusOption, as_json: _JsonOption = False) -> None:
-    """The chunks that hold an entity's definition."""
-    request = graph_pb2.EntityChunksRequest(corpus_id=corpus, entity=graph_pb2.EntityRef(name=entity))
+def graph_chunks(
+    entity: _EntityArgument,
+    corpus: _CorpusOption,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="1..500 (0 = 50)")] = 0,
+    as_json: _JsonOption = False,
+) -> None:
+    """The chunks of an entity: that mention a named entity (most first), or hold a definition."""
+    request = graph_pb2.EntityChunksRequest(
+        corpus_id=corpus, entity=graph_pb2.EntityRef(name=entity), limit=limit
+    )
     reply = _graph_call(lambda stub: stub.EntityChunks(request, timeout=_GRAPH_TIMEOUT_S))
     if as_json:
         _print_json(reply)
         return
-    table = Table("location", "symbol", "kind", "language", "chunk", title=f"chunks of {entity}")
+    table = Table("location", "symbol", "document", "section", "pages", "chunk", title=f"chunks of {entity}")
     for m in reply.matches:
         table.add_row(
-            _location(m.file_path, m.start_line, m.end_line), m.symbol, m.kind, m.language, m.chunk_id
+            _location(m.file_path, m.start_line, m.end_line),
+            m.symbol,
+            m.document_title,
+            m.section,
+            _pages(m),
+            m.chunk_id,
         )
     console.print(table)
     for m in reply.matches:
         if m.content:
             console.rule(_location(m.file_path, m.start_line, m.end_line))
             console.print(m.content, markup=False, highlight=False)
+
+
+@graph_app.command("entity")
+def graph_entity(
+    entity: _EntityArgument,
+    corpus: _CorpusOption,
+    relation: Annotated[
+        str | None, typer.Option("--relation", help="only this relationship type, e.g. related_to")
+    ] = None,
+    depth: Annotated[int, typer.Option("--depth", min=0, help="steps away, 1..3 (0 = 1)")] = 0,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="1..200 (0 = 20)")] = 0,
+    as_json: _JsonOption = False,
+) -> None:
+    """An entity's relations: a named entity's RELATED_TO edges, a code entity's code edges."""
+    request = graph_pb2.EntitySearchRequest(
+        corpus_id=corpus,
+        entity=graph_pb2.EntityRef(name=entity),
+        relation=relation or "",
+        depth=depth,
+        limit=limit,
+    )
+    reply = _graph_call(lambda stub: stub.EntitySearch(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    title = f"{reply.entity.qualified_name or reply.entity.name}: {reply.total} relations"
+    table = Table("depth", "from", "relation", "to", "edge", "what it is", title=title)
+    for r in reply.relations:
+        table.add_row(
+            str(r.depth),
+            r.source.qualified_name or r.source.name,
+            r.relation,
+            r.target.qualified_name or r.target.name,
+            _edge_text(r.properties),
+            r.description,
+        )
+    console.print(table)
+
+
+@graph_app.command("chunk-entities")
+def graph_chunk_entities(
+    chunk_id: Annotated[str, typer.Argument(help="a chunk id (search results show them)")],
+    corpus: _CorpusOption,
+    as_json: _JsonOption = False,
+) -> None:
+    """The entities a chunk mentions, and the code entities defined in it."""
+    request = graph_pb2.ChunkEntitiesRequest(corpus_id=corpus, chunk_id=chunk_id)
+    reply = _graph_call(lambda stub: stub.ChunkEntities(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    table = Table("how", "type", "entity", "mentions", title=f"entities of chunk {chunk_id}")
+    for e in reply.mentions:
+        table.add_row("mentions", e.type, e.name, str(e.edge.count))
+    for e in reply.defined:
+        table.add_row("defines", e.type, e.qualified_name, "")
+    console.print(table)
+
+
+def _cypher_parameter(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"{text!r}: write a parameter as name=value")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value  # not JSON: the text itself
+
+
+@graph_app.command("cypher")
+def graph_cypher(
+    query: Annotated[str, typer.Argument(help="a read-only Cypher query; values as $parameters")],
+    corpus: _CorpusOption,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="name=value; the value is read as JSON, else as text (repeatable)"),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="at most this many rows (0 = the cap)")] = 0,
+    as_json: _JsonOption = False,
+) -> None:
+    """A read-only Cypher query on a corpus's graph (operators; off unless graph.cypher_enabled)."""
+    request = graph_pb2.CypherQueryRequest(corpus_id=corpus, query=query, limit=limit)
+    request.parameters.update(dict(_cypher_parameter(p) for p in param or []))
+    reply = _graph_call(lambda stub: stub.CypherQuery(request, timeout=_GRAPH_TIMEOUT_S))
+    if as_json:
+        _print_json(reply)
+        return
+    title = f"{len(reply.rows)} rows" + (" (truncated)" if reply.truncated else "")
+    table = Table(*reply.columns, title=title)
+    for row in reply.rows:
+        table.add_row(*row.values)
+    console.print(table)
 
 
 @graph_app.command("stats")

@@ -236,6 +236,13 @@ class GraphSearchConfig(_Section):
         default_factory=lambda: [1.0, 0.8, 0.6], min_length=MAX_DOCUMENT_DEPTH, max_length=MAX_DOCUMENT_DEPTH
     )
 
+    # The operators' read-only Cypher RPC (CypherQuery): off unless enabled here, since a query can
+    # read any node (on Neo4j, of any corpus); it runs at most `cypher_timeout_ms` and answers
+    # at most `cypher_max_rows` rows.
+    cypher_enabled: bool = False
+    cypher_timeout_ms: int = Field(5_000, ge=1, le=600_000)
+    cypher_max_rows: int = Field(1_000, ge=1, le=100_000)
+
     @model_validator(mode="after")
     def _decay_covers_hops(self) -> GraphSearchConfig:
         if len(self.hop_decay) <= self.max_hops:

@@ -10,65 +10,169 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
-Intent = Literal["callers", "callees", "members", "subclasses", "bases"]
+Intent = Literal["callers", "callees", "members", "subclasses", "bases", "importers"]
 QueryKind = Literal["structural", "identifier", "natural", "mixed"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("structural", "identifier", "natural", "mixed")
 
-_CALLERS = re.compile(
-    r"\b(?:who|what|which\s+\w+)\s+(?:calls?|uses?|invokes?|references?|depends?\s+on)\b"
-    r"|\b(?:callers?|usages?|uses|users)\s+of\b"
-    r"|\b(?:functions?|methods?|code|places?)\s+(?:that|which)\s+(?:calls?|uses?|invokes?|references?)\b"
-    r"|\bwhere\s+(?:is|are)\s+\S+\s+(?:called|used|invoked|referenced)\b"
-    r"|\bis\s+\S+\s+(?:called|used)\b",
-    re.IGNORECASE,
+# Question understanding as data: word classes, then phrasing families written with them. A
+# family is a way English asks for one relation (verb question, relative clause, passive, noun
+# phrase, imperative, possessive); each has its own rows in tests/test_query_kind.py. The name
+# asked about is `{name}`: any token. Families are tried in order, first match wins (bases before
+# subclasses: "what does X derive from" asks for X's bases, "classes derived from X" for its
+# subclasses; callees before callers: "what does X depend on" vs "what depends on X").
+WORDS: dict[str, str] = {
+    "name": r"\S+",
+    "s": r"(?:'|\u2019)s",  # a possessive, straight or typographic apostrophe
+    "the": r"(?:(?:all|every|each)\s+)?(?:(?:the|its|their)\s+)?",
+    "who": r"(?:who|what|which(?:\s+\w+)?)",
+    "find": (
+        r"(?:find|list|show(?:\s+me)?|get|give\s+me|display|locate|search\s+for|enumerate"
+        r"|look\s+up)"
+    ),
+    "code": (
+        r"(?:functions?|methods?|code|places?|callers?|routines?|modules?|classes|spots?|lines?"
+        r"|files?)"
+    ),
+    "call": r"(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|us(?:e|es|ed|ing)|referenc(?:e|es|ed|ing))",
+    "callers": (
+        r"(?:callers?|usages?|uses|users?|references?|call[- ]?sites?|invocations?|invokers?"
+        r"|consumers?|calls\s+to)"
+    ),
+    "callees": r"(?:callees?|calls\s+made|outgoing\s+calls|dependencies)",
+    "members": r"(?:methods?|members?|attributes?|fields?|properties|operations)",
+    "subclasses": (
+        r"(?:subclass(?:es)?|sub-?types?|child(?:ren)?(?:\s+class(?:es)?)?|derived\s+class(?:es)?"
+        r"|descendants?|implementations?|implementers?)"
+    ),
+    "bases": (
+        r"(?:base\s*class(?:es)?|superclass(?:es)?|super-?types?|parent(?:\s+class(?:es)?|s)?"
+        r"|ancestors?)"
+    ),
+    "inherit": (
+        r"(?:inherit(?:s|ing)?|extend(?:s|ing)?|deriv(?:e|es|ing)|subclass(?:es|ing)?"
+        r"|implement(?:s|ing)?|specializ(?:e|es|ing))"
+    ),
+    "inherited": r"(?:derived|inherited|extended|subclassed|based|built)",
+    "import": r"(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing))",
+    "importers": r"(?:importers?|imports\s+of|dependents)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    intent: Intent
+    name: str
+    patterns: tuple[str, ...]
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "importers",
+        "importers",
+        (
+            r"\b{who}\s+{import}s?\s+(?:the\s+)?(?:module\s+|package\s+)?{name}",
+            r"\b{code}\s+(?:that|which)\s+{import}\s+{name}",
+            r"\b{importers}\s+(?:of\s+)?{name}",
+            r"\bwhere\s+(?:is|are)\s+{name}\s+{import}",
+            r"\b{name}(?:{s})?\s+{importers}\b",
+        ),
+    ),
+    Family(
+        "bases",
+        "bases",
+        (
+            r"\b{bases}\s+(?:of|for)\b",
+            r"\b{name}{s}\s+{bases}\b",
+            r"\bwhat\s+(?:does|do|did)\s+(?:class\s+)?{name}\s+{inherit}",
+            r"\b(?:what|which\s+\w+)\s+(?:is|are)\s+(?:class\s+)?{name}\s+{inherited}\s+(?:from|on)\b",
+            r"\bwhat\s+(?:is|are)\s+{name}\s+a\s+(?:subclass|subtype|child)\s+of\b",
+            r"\b{find}\s+{the}{bases}\b",
+        ),
+    ),
+    Family(
+        "subclasses",
+        "subclasses",
+        (
+            r"\b{subclasses}\s+(?:of|for)\b",
+            r"\b{name}{s}\s+{subclasses}\b",
+            r"\b(?:{code}|types?)\s+(?:that|which)\s+{inherit}\b",
+            r"\b(?:classes|types)\s+{inherited}\s+(?:from|on|upon)\b",
+            r"\b{who}\s+{inherit}\s+(?:from\s+)?{name}",
+            r"\b(?:is|are)\s+{name}\s+(?:subclassed|extended|inherited|implemented)\b",
+            r"\bwhere\s+(?:is|are)\s+{name}\s+(?:subclassed|extended|inherited|implemented)\b",
+            r"^\s*{name}\s+{subclasses}\s*\??\s*$",
+            r"\b{find}\s+{the}{subclasses}\b",
+        ),
+    ),
+    Family(
+        "members",
+        "members",
+        (
+            r"\b{members}\s+(?:of|in|on|for)\b",
+            r"\b{name}{s}\s+{members}\b",
+            r"\bwhat\s+{members}\s+(?:does|do|did|has|have)\b",
+            r"\bwhat\s+does\s+(?:class\s+)?{name}\s+(?:contain|define|have|hold|expose|provide)\b",
+            r"^\s*(?:class\s+)?{name}\s+{members}\s*\??\s*$",
+            r"\b{find}\s+{the}{members}\b",
+        ),
+    ),
+    Family(
+        "callees",
+        "callees",
+        (
+            r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+{name}\s+(?:{call}|depend\s+on|rely\s+on|need)\b",
+            r"\b{callees}\s+(?:of|from|in|by)\b",
+            r"\b{name}{s}\s+{callees}\b",
+            r"\b(?:functions?|methods?|code|what)\s+(?:is\s+|are\s+)?(?:called|used|invoked)\s+(?:by|from|in|inside|within)\b",
+            r"\bwhat\s+{name}\s+(?:calls|uses|invokes|depends\s+on)\b",
+            r"\b(?!(?:what|who|which|that|code|functions?|methods?|modules?)\b){name}\s+(?:depends|relies)\s+on\b",
+            r"\b{find}\s+{the}{callees}\b",
+            r"\b{find}\s+what\s+{name}\s+(?:calls|uses|invokes)\b",
+        ),
+    ),
+    Family(
+        "callers",
+        "callers",
+        (
+            r"\b{who}\s+{call}\b",
+            r"\b{code}\s+(?:that|which|where)\s+{call}\b",
+            r"\b{callers}\s+(?:of|for|to)\b",
+            r"\b{name}{s}\s+{callers}\b",
+            r"\bwhere\s+(?:is|are|was|were|does|do)\s+{name}\s+(?:get\s+)?(?:called|used|invoked|referenced|{call})\b",
+            r"\b(?:is|are)\s+{name}\s+(?:ever\s+)?(?:called|used|invoked|referenced)\b",
+            r"\b{name}\s+(?:is|are|gets|get)\s+(?:called|used|invoked|referenced)\s+(?:by|from|in|where)\b",
+            r"\b{who}\s+(?:depends?|rel(?:y|ies))\s+on\b",
+            r"^\s*{name}\s+{callers}\s*\??\s*$",
+            r"\b{find}\s+{the}(?:{callers}|{code}\s+(?:that|which)\s+{call})\b",
+            r"\b{find}\s+(?:where|who)\s+{name}\s+is\s+(?:called|used|invoked)\b",
+        ),
+    ),
 )
-_CALLEES = re.compile(
-    r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+\S+\s+(?:call|use|invoke|depend\s+on|reference)\b"
-    r"|\bcallees?\s+of\b"
-    r"|\bdepends?\s+on\b"
-    r"|\b(?:called|used|invoked)\s+(?:by|from|in)\b",
-    re.IGNORECASE,
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern.format(**WORDS), re.IGNORECASE)
+
+
+_COMPILED: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...] = tuple(
+    (family, tuple(_compile(p) for p in family.patterns)) for family in FAMILIES
 )
-# What a class holds, what it inherits from, who inherits from it.
-_MEMBERS = re.compile(
-    r"\b(?:methods?|members?|attributes?|fields?)\s+(?:of|in|on)\b"
-    r"|\bwhat\s+(?:methods|members|attributes|fields)\s+(?:does|do|has|have)\b"
-    r"|\bwhat\s+does\s+(?:class\s+)?\S+\s+(?:contain|define|have)\b",
-    re.IGNORECASE,
-)
-_BASES = re.compile(
-    r"\b(?:base\s+class(?:es)?|superclass(?:es)?|parent\s+class(?:es)?)\s+of\b"
-    r"|\bwhat\s+does\s+(?:class\s+)?\S+\s+(?:inherit|extend|derive)",
-    re.IGNORECASE,
-)
-_SUBCLASSES = re.compile(
-    r"\b(?:subclass(?:es)?|child\s+class(?:es)?|derived\s+class(?:es)?|implementations?)\s+of\b"
-    r"|\b(?:inherits?|derives?|extends?)\s+from\b|\bwho\s+(?:inherits|extends|subclasses)\b"
-    r"|\bclasses\s+(?:that|which)\s+(?:inherit|extend|derive|subclass)",
-    re.IGNORECASE,
-)
+
+
+def detect_intent(query: str) -> Intent | None:
+    """What a structural question asks for, by the first phrasing family that matches."""
+    for family, patterns in _COMPILED:
+        if any(p.search(query) for p in patterns):
+            return family.intent
+    return None
+
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
 # snake_case, camelCase / PascalCase with an inner capital, dotted names, calls "f()".
 _CODE_LIKE = re.compile(r"_|[a-z][A-Z]|[A-Z]{2,}[a-z]|\.|\(\)")
-
-
-def detect_intent(query: str) -> Intent | None:
-    """What a structural question asks for, if it says so (bases before subclasses: "what does X
-    inherit from" asks for X's bases, "classes that inherit from X" for its subclasses)."""
-    if _CALLERS.search(query):
-        return "callers"
-    if _CALLEES.search(query):
-        return "callees"
-    if _MEMBERS.search(query):
-        return "members"
-    if _BASES.search(query):
-        return "bases"
-    if _SUBCLASSES.search(query):
-        return "subclasses"
-    return None
 
 
 def is_code_like(word: str) -> bool:

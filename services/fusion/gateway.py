@@ -31,7 +31,7 @@ from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
 from tribrid.options import RequestError, invalid, merge_options, option_values
-from tribrid.query_kind import classify_query
+from tribrid.query_kind import classify_query, detect_intent
 from tribrid.search_common import fill_content, validate_search
 from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, legs_pb2
 
@@ -192,6 +192,7 @@ class FusionPlan:
     # Normalized over the enabled legs; 0 for the others.
     weights: dict[str, float]
     query_kind: str = "mixed"
+    query_intent: str = ""
     weights_reason: str = ""
 
 
@@ -225,6 +226,7 @@ def plan(
         normalize_weights({leg: weights[leg] for leg in on})
         | {leg: 0.0 for leg in LEG_NAMES if leg not in on},
         query_kind=kind,
+        query_intent=(detect_intent(request.query) or "") if kind == "structural" else "",
         weights_reason=reason,
     )
 
@@ -365,6 +367,7 @@ class Gateway:
             took_ms=(time.perf_counter() - started) * 1000,
             fusion_method=fcfg.method,
             query_kind=fusion_plan.query_kind,
+            query_intent=fusion_plan.query_intent,
             weights=fusion_plan.weights,
             techniques=[result.report for result in results],
             weights_reason=fusion_plan.weights_reason,

@@ -58,8 +58,13 @@ QUESTION_WORDS = frozenset(
     invoke invokes invoked depend depends dependency dependencies reference references
     method methods member members attribute attributes subclass subclasses superclass
     superclasses inherit inherits inherited derive derives derived extend extends base bases
-    class classes function functions have has contain contains define defines""".split()
+    class classes function functions have has contain contains define defines usages sites
+    invocation invocations importer importers imported importing dependents descendants
+    ancestors implementers subtypes supertypes subclassed callees""".split()
 )
+# An imperative that opens a question ("find the callers of X") is not a name to look up; the
+# same word later in the query may be one ("who calls find").
+OPENING_VERBS = frozenset("find list show get give display locate search enumerate look".split())
 
 
 # intent -> (edge direction from the seed, relation types followed, seed entity types)
@@ -69,6 +74,7 @@ INTENT_PLANS: dict[str, tuple[Direction, tuple[str, ...], tuple[str, ...]]] = {
     "members": ("out", ("contains",), ("class",)),
     "subclasses": ("in", ("inherits",), ("class",)),
     "bases": ("out", ("inherits",), ("class",)),
+    "importers": ("in", ("imports",), ("module",)),
 }
 
 
@@ -87,7 +93,10 @@ def seed_terms(query: str) -> list[str]:
     Stop words and graph-question words ("calls", "callers", "uses") are dropped.
     """
     terms: dict[str, None] = {}
-    for match in _IDENTIFIER.finditer(query):
+    words = list(_IDENTIFIER.finditer(query))
+    if len(words) > 1 and words[0].group().lower() in OPENING_VERBS:
+        words = words[1:]
+    for match in words:
         word = match.group()
         for candidate in (word, word.rsplit(".", 1)[-1]):
             lowered = candidate.lower()

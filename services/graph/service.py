@@ -15,6 +15,7 @@ import asyncpg
 import grpc
 from pydantic import TypeAdapter, ValidationError
 
+from services.graph import entities
 from services.graph.documents import (
     DocumentSettings,
     QueryEntities,
@@ -35,10 +36,18 @@ from tribrid.config import (
     LimitsConfig,
 )
 from tribrid.graphstore import GraphStore
-from tribrid.graphstore.base import Direction, GraphReader, graph_key
+from tribrid.graphstore.base import (
+    CypherFailed,
+    CypherRejected,
+    CypherTimedOut,
+    Direction,
+    GraphReader,
+    graph_key,
+)
 from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity
 from tribrid.options import (
+    RequestError,
     enum_value_name,
     invalid,
     merge_options,
@@ -54,12 +63,14 @@ from tribrid.search_common import (
 )
 from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
-from tribrid.stores.postgres import fetch_chunks, graph_version
+from tribrid.stores.postgres import graph_version
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
 _RELATIONSHIP_TYPE: TypeAdapter[str] = TypeAdapter(GraphTypeName)
-# A plain name that fits more entities than this lists only the first ones in its error.
-_CANDIDATES_SHOWN = 10
+_CYPHER_OFF = (
+    "CypherQuery is off: an operator turns it on with graph.cypher_enabled: true in the graph "
+    "service's config (or TRIBRID_GRAPH__CYPHER_ENABLED=true)"
+)
 
 
 class GraphKinds(NamedTuple):
@@ -87,25 +98,6 @@ def _in_range(name: str, value: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise invalid(f"{name}: must be between {low} and {high}; got {value}")
     return value
-
-
-def _graph_entity(
-    entity: Entity, community: int, relationship_type: str = "", direction: str = ""
-) -> graph_pb2.GraphEntity:
-    return graph_pb2.GraphEntity(
-        entity_id=entity.entity_id,
-        type=entity.type,
-        name=entity.name,
-        qualified_name=entity.qualified_name,
-        file_path=entity.file_path,
-        start_line=entity.start_line,
-        end_line=entity.end_line,
-        chunk_id=entity.chunk_id,
-        community=community,
-        relationship_type=relationship_type,
-        direction=direction,
-        unresolved=list(entity.unresolved),
-    )
 
 
 class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
@@ -174,52 +166,10 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         return list(await asyncio.to_thread(self._query_entities, query))
 
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
-        """The one entity `ref` names: by id, by qualified name, or by a plain name (a short name,
-        or the end of qualified names after a dot, case-insensitive) that fits exactly one."""
-        named = [f for f in ("entity_id", "qualified_name", "name") if getattr(ref, f)]
-        if len(named) != 1:
-            raise invalid(f"{what}: set exactly one of entity_id, qualified_name or name")
-        if ref.entity_id:
-            found = await self._store.get_entities(key, [ref.entity_id])
-        elif ref.qualified_name:
-            found = await self._store.find_by_qualified_name(key, ref.qualified_name)
-        else:
-            found = await self._by_name(key, ref.name)
-        named_as = ref.entity_id or ref.qualified_name or ref.name
-        if not found:
-            raise not_found(f"{what} {named_as!r} not found")
-        # `from m import f` makes an import entity named like m.f's definition: the name means that
-        definitions = [e for e in found if e.type != "import"]
-        found = definitions or found
-        if len(found) > 1:
-            shown = ", ".join(
-                f"{e.qualified_name} ({e.type}, {e.file_path}:{e.start_line})"
-                for e in found[:_CANDIDATES_SHOWN]
-            )
-            more = f" and {len(found) - _CANDIDATES_SHOWN} more" if len(found) > _CANDIDATES_SHOWN else ""
-            raise invalid(
-                f"{what} {named_as!r} is ambiguous: {len(found)} entities fit: {shown}{more}; "
-                "name one by its qualified name or id"
-            )
-        return found[0]
+        return await entities.resolve(self._store, key, ref, what)
 
-    async def _by_name(self, key: str, name: str) -> list[Entity]:
-        """Entities `name` names: an id or a qualified name if it is one, else a plain name."""
-        found = await self._store.get_entities(key, [name])
-        if not found:
-            found = await self._store.find_by_qualified_name(key, name)
-        if found:
-            return found
-        wanted = name.lower()
-        candidates = await self._store.find_by_name(key, wanted.rsplit(".", 1)[-1])
-        return [
-            e
-            for e in candidates
-            if e.qualified_name.lower() == wanted or e.qualified_name.lower().endswith("." + wanted)
-        ]
-
-    async def _community(self, key: str, entities: list[Entity]) -> dict[str, int]:
-        return await self._store.community_of(key, [e.entity_id for e in entities])
+    async def _community(self, key: str, found: list[Entity]) -> dict[str, int]:
+        return await self._store.community_of(key, [e.entity_id for e in found])
 
     async def _response(
         self,
@@ -327,14 +277,19 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             else list(RELATIONSHIP_TYPES)
         )
         limit = _in_range("limit", request.limit or self._cfg.max_fanout, 1, self._cfg.max_neighbors)
-        key = await self._key(request.corpus_id)
+        key, life = await self._graph(request.corpus_id)
         entity = await self._resolve(key, request.entity, "entity")
         found = await self._store.neighbors(key, entity.entity_id, rel_types, direction, limit)
         communities = await self._community(key, [n.entity for n in found])
+        edges = await entities.neighbour_edges(self._reader(key, life), key, entity.entity_id, rel_types)
         return graph_pb2.EntitiesResponse(
             entities=[
-                _graph_entity(
-                    n.entity, communities.get(n.entity.entity_id, -1), n.relationship_type, n.direction
+                entities.graph_entity(
+                    n.entity,
+                    communities.get(n.entity.entity_id, -1),
+                    n.relationship_type,
+                    n.direction,
+                    edges.get((n.direction, n.relationship_type, n.entity.entity_id)),
                 )
                 for n in found
             ]
@@ -348,7 +303,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         validate_corpus_id(request.corpus_id)
         longest = self._cfg.max_path_hops
         max_hops = _in_range("max_hops", request.max_hops or longest, 1, longest)
-        key = await self._key(request.corpus_id)
+        key, life = await self._graph(request.corpus_id)
         source = await self._resolve(key, request.source, "source")
         target = await self._resolve(key, request.target, "target")
         path = await self._store.shortest_path(
@@ -356,12 +311,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         )
         if path is None:
             return graph_pb2.PathResponse(found=False)
-        entities = await self._store.get_entities(key, list(path.entity_ids))
-        communities = await self._community(key, entities)
+        along = await self._store.get_entities(key, list(path.entity_ids))
+        communities = await self._community(key, along)
+        edges = await entities.path_edges(self._reader(key, life), key, path)
         return graph_pb2.PathResponse(
             found=True,
-            entities=[_graph_entity(e, communities.get(e.entity_id, -1)) for e in entities],
+            entities=[entities.graph_entity(e, communities.get(e.entity_id, -1)) for e in along],
             relationship_types=list(path.relationship_types),
+            edges=[entities.edge_properties(edge) for edge in edges],
         )
 
     async def EntityChunks(
@@ -371,12 +328,74 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         validate_corpus_id(request.corpus_id)
-        key = await self._key(request.corpus_id)
+        limit = _in_range(
+            "limit", request.limit or entities.DEFAULT_CHUNKS_LIMIT, 1, entities.MAX_CHUNKS_LIMIT
+        )
+        key, life = await self._graph(request.corpus_id)
         entity = await self._resolve(key, request.entity, "entity")
-        rows = await fetch_chunks(self._pool, request.corpus_id, [entity.chunk_id] if entity.chunk_id else [])
-        scored = [ScoredChunk(row, 1.0, f"entity={entity.qualified_name}") for row in rows.values()]
+        scored = await entities.entity_chunks(
+            self._reader(key, life), self._pool, request.corpus_id, key, entity, limit
+        )
         # The chunks an entity names are what the caller asked for: always with their content.
         return await self._response(request.corpus_id, scored, started, include_content=True)
+
+    async def EntitySearch(
+        self,
+        request: graph_pb2.EntitySearchRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.EntitySearchRequest, graph_pb2.EntitySearchResponse],
+    ) -> graph_pb2.EntitySearchResponse:
+        validate_corpus_id(request.corpus_id)
+        depth = _in_range("depth", request.depth or 1, 1, entities.MAX_SEARCH_DEPTH)
+        limit = _in_range(
+            "limit", request.limit or entities.DEFAULT_SEARCH_LIMIT, 1, entities.MAX_SEARCH_LIMIT
+        )
+        rel_types = (
+            [_relationship_type(request.relation, "relation")]
+            if request.relation
+            else list(entities.ENTITY_RELATION_TYPES)
+        )
+        key, life = await self._graph(request.corpus_id)
+        entity = await self._resolve(key, request.entity, "entity")
+        return await entities.entity_search(self._reader(key, life), key, entity, rel_types, depth, limit)
+
+    async def ChunkEntities(
+        self,
+        request: graph_pb2.ChunkEntitiesRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.ChunkEntitiesRequest, graph_pb2.ChunkEntitiesResponse],
+    ) -> graph_pb2.ChunkEntitiesResponse:
+        key, life = await self._graph(request.corpus_id)
+        return await entities.chunk_entities(
+            self._reader(key, life), self._pool, request.corpus_id, key, request.chunk_id
+        )
+
+    async def CypherQuery(
+        self,
+        request: graph_pb2.CypherQueryRequest,
+        context: grpc.aio.ServicerContext[graph_pb2.CypherQueryRequest, graph_pb2.CypherQueryResponse],
+    ) -> graph_pb2.CypherQueryResponse:
+        if not self._cfg.cypher_enabled:
+            raise RequestError(grpc.StatusCode.FAILED_PRECONDITION, _CYPHER_OFF)
+        validate_corpus_id(request.corpus_id)
+        if not request.query.strip():
+            raise invalid("query is empty: send a read-only Cypher query")
+        max_rows = self._cfg.cypher_max_rows
+        limit = _in_range("limit", request.limit or max_rows, 1, max_rows)
+        parameters = entities.cypher_parameters(request.parameters)
+        key = await self._key(request.corpus_id)
+        timeout_ms = self._cfg.cypher_timeout_ms
+        try:
+            result = await self._store.cypher_query(
+                key, request.query, parameters, max_rows=limit, timeout_ms=timeout_ms
+            )
+        except CypherRejected as err:
+            raise RequestError(grpc.StatusCode.PERMISSION_DENIED, f"query: {err}") from None
+        except CypherTimedOut as err:
+            raise RequestError(
+                grpc.StatusCode.DEADLINE_EXCEEDED, f"query: {err} (graph.cypher_timeout_ms)"
+            ) from None
+        except CypherFailed as err:
+            raise invalid(f"query: {err}") from None
+        return entities.cypher_response(result)
 
     async def Stats(
         self,

@@ -101,9 +101,9 @@ async def chunk_vectors(
 
 
 def similar_chunks(vectors: dict[str, np.ndarray], threshold: float, k: int) -> list[Relation]:
-    """SIMILAR_TO edges: each chunk to its k most similar others (cosine; the same vectors give the
-    same edges) at or above the threshold. An edge is stored once (source id < target id) and means both ways; a
-    pair is kept when either chunk keeps the other among its k."""
+    """SIMILAR_TO edges: each chunk to its k most similar others (cosine; the same vectors give
+    the same edges) at or above the threshold. An edge is stored once (source id < target id) and
+    means both ways; a pair is kept when either chunk keeps the other among its k."""
     if k == 0 or len(vectors) < 2:
         return []
     ids = sorted(vectors)

@@ -51,6 +51,8 @@ from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
 from tribrid.indexing.chunker import chunk_file
+from tribrid.indexing.entities import EntityRecognizer, build_document_graph
+from tribrid.indexing.entity_cache import recognize_cached
 from tribrid.indexing.graph import extract_file, resolve_corpus
 from tribrid.indexing.python_graph import FileGraph
 from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
@@ -94,6 +96,7 @@ class _Counts:
     relationships: int = 0
     communities: int = 0
     unresolved_references: int = 0
+    named_entities: int = 0
     generation: int = 0
     syntax_errors: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
@@ -129,6 +132,7 @@ class _Counts:
             communities=self.communities,
             unresolved_references=self.unresolved_references,
             chunks_reused=self.chunks_reused,
+            named_entities=self.named_entities,
         )
 
 
@@ -309,6 +313,8 @@ class IndexPipeline:
         self._graph = graph
         self._embedder = embedder
         self._locks: dict[str, asyncio.Lock] = {}
+        # named entities of document chunks; the model loads on first use
+        self._recognizer = EntityRecognizer(cfg.entities)
         # corpus -> the last parse of each of its files (indexer.keep_parses)
         self._parses: dict[str, ParseCache] = {}
 
@@ -392,7 +398,9 @@ class IndexPipeline:
                 corpus_id, parsed, self._cfg.indexer.inferred_call_max_candidates
             )
         with counts.timed("document_graph"):
-            document_entities, document_relations = await self._document_graph(corpus_id, base + 1, parsed)
+            document_entities, document_relations = await self._document_graph(
+                corpus_id, base + 1, parsed, counts
+            )
             entities += document_entities
             relations += document_relations
         with counts.timed("graph"):
@@ -443,19 +451,33 @@ class IndexPipeline:
         yield counts.event("done", done=True)
 
     async def _document_graph(
-        self, corpus_id: str, generation: int, parsed: _Parsed
+        self, corpus_id: str, generation: int, parsed: _Parsed, counts: _Counts
     ) -> tuple[list[Entity], list[Relation]]:
-        """Document and chunk nodes, CONTAINS and SIMILAR_TO edges of the generation being built."""
+        """The document graph of the generation being built: document and chunk nodes, CONTAINS
+        and SIMILAR_TO edges, and the named entities with MENTIONS and RELATED_TO."""
         chunks = document_chunks(parsed.chunks_by_file)
+        if not chunks:
+            return [], []
         nodes = document_nodes(corpus_id, chunks)
+        entities, relations = nodes.entities, nodes.contains
         gcfg = self._cfg.graph
-        similar: list[Relation] = []
-        if chunks and gcfg.similar_to_k > 0:
-            vectors = await chunk_vectors(self._pool, corpus_id, generation, [c.chunk_id for c in chunks])
-            similar = await asyncio.to_thread(
-                similar_chunks, vectors, gcfg.similar_to_threshold, gcfg.similar_to_k
-            )
-        return nodes.entities, nodes.contains + similar
+        if gcfg.similar_to_k > 0:
+            with counts.timed("similar_to"):
+                vectors = await chunk_vectors(self._pool, corpus_id, generation, [c.chunk_id for c in chunks])
+                relations += await asyncio.to_thread(
+                    similar_chunks, vectors, gcfg.similar_to_threshold, gcfg.similar_to_k
+                )
+        if self._cfg.entities.enabled:
+            with counts.timed("entities"):
+                # cached by text: only new or changed chunks are analysed
+                found = await recognize_cached(self._pool, self._recognizer, [c.content for c in chunks])
+                named = build_document_graph(
+                    corpus_id, {c.chunk_id: m for c, m in zip(chunks, found, strict=True)}, self._cfg.entities
+                )
+            entities += named.entities
+            relations += named.mentions + named.related
+            counts.named_entities = len(named.entities)
+        return entities, relations
 
     async def _parse_and_embed(
         self,

@@ -65,6 +65,29 @@ class GraphPath:
     relationship_types: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class CypherResult:
+    """An operator's read-only query's answer: its columns, and its rows of JSON-ready values (nodes
+    as {"labels", "properties"}, relationships as {"type", "properties"}, paths as {"nodes",
+    "relationships"}); `truncated` when more rows came back than were asked for."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[object, ...]]
+    truncated: bool
+
+
+class CypherRejected(ValueError):
+    """An operator's query that would write: refused before, or by, the database."""
+
+
+class CypherTimedOut(TimeoutError):
+    """An operator's query that ran past its time limit (the database stopped it)."""
+
+
+class CypherFailed(ValueError):
+    """An operator's query the database could not run (syntax, unknown function, ...)."""
+
+
 @runtime_checkable
 class GraphReader(Protocol):
     """What a search reads from one corpus's graph: a store, or a snapshot of a committed generation."""
@@ -246,6 +269,14 @@ class GraphStore(GraphReader, Protocol):
 
     async def copy_graph(self, source: str, target: str) -> None:
         """Replace whatever is stored under `target` with a copy of `source` (empty if missing)."""
+        ...
+
+    async def cypher_query(
+        self, corpus_id: str, query: str, parameters: Mapping[str, object], *, max_rows: int, timeout_ms: int
+    ) -> CypherResult:
+        """An operator's Cypher query, read-only, on the graph stored under `corpus_id` (also passed
+        as $corpus_id): at most `max_rows` rows, stopped after `timeout_ms`. Raises CypherRejected
+        for a query that writes, CypherTimedOut, or CypherFailed."""
         ...
 
     async def counts(self, corpus_id: str) -> dict[str, int]:

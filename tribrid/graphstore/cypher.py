@@ -281,6 +281,38 @@ RETURN source_id, type(r) AS label, b.id AS target_id{props}
 """
 
 
+# --- operators' read-only queries (CypherQuery) ------------------------------------------------
+# The databases' read-only modes are what keep such a query from writing (FalkorDB GRAPH.RO_QUERY,
+# Neo4j READ access); this check runs first so that the refusal names the clause.
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|//[^\n]*|/\*.*?\*/", re.DOTALL)
+_BACKTICKED = re.compile(r"`([^`]*)`")
+# A clause keyword: not a property (`n.set`), a parameter ($delete) or part of a longer name.
+_WRITE_CLAUSE = re.compile(
+    r"(?<![\w.$])(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|FOREACH|LOAD\s+CSV|ALTER|GRANT|REVOKE|DENY)(?![\w])",
+    re.IGNORECASE,
+)
+_CALL = re.compile(r"(?<![\w.$])CALL\s+([A-Za-z_][\w.]*)", re.IGNORECASE)
+
+
+def write_clause(query: str, read_procedures: tuple[str, ...]) -> str | None:
+    """Why `query` may write, or None: a write clause, or a procedure call outside
+    `read_procedures` (names, or namespaces ending in "."). String literals and comments are
+    skipped; the check is by keyword, so a variable named like a clause is refused too."""
+    text = _BACKTICKED.sub(r"\1", _QUOTED.sub(" ", query))
+    clause = _WRITE_CLAUSE.search(text)
+    if clause:
+        return f"the {' '.join(clause.group(1).upper().split())} clause writes"
+    for call in _CALL.finditer(text):
+        procedure = call.group(1)
+        if not any(
+            procedure == allowed or (allowed.endswith(".") and procedure.startswith(allowed))
+            for allowed in read_procedures
+        ):
+            return f"procedure {procedure} is not one of the read-only procedures {list(read_procedures)}"
+    return None
+
+
 # Lucene (Neo4j) and RediSearch (FalkorDB) query-syntax characters; user text escapes them all.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/\s])')
 _REDISEARCH_SPECIAL = re.compile(r"([^A-Za-z0-9_\u0080-\U0010ffff])")
@@ -305,6 +337,8 @@ class Dialect:
     fulltext_call: str = ""
     # "redisearch" (FalkorDB) or "lucene" (Neo4j): how prefix/fuzzy queries are written.
     fulltext_syntax: str = "lucene"
+    # Procedures an operator's read-only query may CALL (names, or namespaces ending in ".").
+    read_procedures: tuple[str, ...] = ()
 
     def is_existing_index_error(self, exc: BaseException) -> bool:
         return self.existing_index_error is not None and self.existing_index_error in str(exc)
@@ -358,6 +392,15 @@ FALKORDB = Dialect(
     existing_index_error="already indexed",
     fulltext_call="CALL db.idx.fulltext.queryNodes('Entity', q)",
     fulltext_syntax="redisearch",
+    read_procedures=(
+        "db.labels",
+        "db.relationshipTypes",
+        "db.propertyKeys",
+        "db.indexes",
+        "db.idx.fulltext.queryNodes",
+        "db.idx.vector.queryNodes",
+        "algo.",
+    ),
 )
 
 # Neo4j 5: all corpora share one database, so every lookup key leads with corpus_id. The
@@ -378,4 +421,15 @@ NEO4J = Dialect(
     ),
     fulltext_call="CALL db.index.fulltext.queryNodes('entity_names', q)",
     fulltext_syntax="lucene",
+    read_procedures=(
+        "db.labels",
+        "db.relationshipTypes",
+        "db.propertyKeys",
+        "db.schema.nodeTypeProperties",
+        "db.schema.relTypeProperties",
+        "db.schema.visualization",
+        "db.index.fulltext.queryNodes",
+        "db.index.fulltext.queryRelationships",
+        "db.index.vector.queryNodes",
+    ),
 )

@@ -10,6 +10,8 @@ from typing import Any, Literal
 from tribrid.graphstore import cypher, seeds, traversal
 from tribrid.graphstore.base import (
     NO_COMMUNITY,
+    CypherRejected,
+    CypherResult,
     Direction,
     GraphPath,
     Neighbour,
@@ -108,6 +110,12 @@ class CypherGraphStore(ABC):
     @abstractmethod
     async def _run(self, corpus_id: str, query: str, params: Row, *, write: bool) -> list[Row]:
         """Run one query for the corpus and return its rows as column-name dicts."""
+
+    @abstractmethod
+    async def _run_read_only(
+        self, corpus_id: str, query: str, params: Row, *, max_rows: int, timeout_ms: int
+    ) -> CypherResult:
+        """Run an operator's query in the database's read-only mode, time-limited (see cypher_query)."""
 
     @abstractmethod
     async def close(self) -> None: ...
@@ -524,6 +532,16 @@ class CypherGraphStore(ABC):
             return {}
         rows = await self._read(corpus_id, cypher.INFERRED_CALLS, pairs=[list(p) for p in wanted])
         return {(str(row["source"]), str(row["target"])): float(row["confidence"]) for row in rows}
+
+    async def cypher_query(
+        self, corpus_id: str, query: str, parameters: Mapping[str, object], *, max_rows: int, timeout_ms: int
+    ) -> CypherResult:
+        check_corpus_id(corpus_id)
+        reason = cypher.write_clause(query, self.dialect.read_procedures)
+        if reason is not None:
+            raise CypherRejected(f"only read-only queries run here: {reason}")
+        params: Row = {**parameters, "corpus_id": corpus_id}
+        return await self._run_read_only(corpus_id, query, params, max_rows=max_rows, timeout_ms=timeout_ms)
 
     async def counts(self, corpus_id: str) -> dict[str, int]:
         check_corpus_id(corpus_id)

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from falkordb import Edge, Node, Path
 from falkordb.asyncio import FalkorDB
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
@@ -14,12 +15,38 @@ from redis.exceptions import ResponseError
 
 from tribrid.config import GraphStoreConfig
 from tribrid.graphstore import cypher
-from tribrid.graphstore.base import check_corpus_id
+from tribrid.graphstore.base import (
+    CypherFailed,
+    CypherRejected,
+    CypherResult,
+    CypherTimedOut,
+    check_corpus_id,
+)
 from tribrid.graphstore.cypher import FALKORDB
 from tribrid.graphstore.cypher_store import CypherGraphStore, Row
 
 # FalkorDB's answer to any command on a graph (Redis key) that does not exist yet.
 _MISSING_GRAPH_ERROR = "empty key"
+# Its answers to a GRAPH.RO_QUERY that writes, and to one past its timeout.
+_WRITE_IN_READ_ONLY_ERROR = "only on read-only queries"
+_TIMED_OUT_ERROR = "timed out"
+
+
+def _plain(value: Any) -> Any:
+    """A query result value as plain JSON-ready data (see base.CypherResult)."""
+    if isinstance(value, Node):
+        return {"labels": sorted(value.labels or []), "properties": _plain(value.properties)}
+    if isinstance(value, Edge):
+        return {"type": value.relation, "properties": _plain(value.properties)}
+    if isinstance(value, Path):
+        return {"nodes": _plain(value.nodes()), "relationships": _plain(value.edges())}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)  # temporal and spatial values: their text
 
 
 class FalkorDBGraphStore(CypherGraphStore):
@@ -84,6 +111,28 @@ class FalkorDBGraphStore(CypherGraphStore):
             raise
         names = [column[1] for column in result.header]  # compact header: [type, name] pairs
         return [dict(zip(names, values, strict=True)) for values in result.result_set]
+
+    async def _run_read_only(
+        self, corpus_id: str, query: str, params: Row, *, max_rows: int, timeout_ms: int
+    ) -> CypherResult:
+        graph = await self._graph(corpus_id)
+        try:
+            # GRAPH.RO_QUERY refuses any write; FalkorDB itself stops it at the timeout
+            result = await graph.ro_query(query, params, timeout=timeout_ms)
+        except ResponseError as exc:
+            message = str(exc)
+            if _MISSING_GRAPH_ERROR in message:
+                return CypherResult((), [], False)
+            if _WRITE_IN_READ_ONLY_ERROR in message:
+                raise CypherRejected(message) from None
+            if _TIMED_OUT_ERROR in message:
+                raise CypherTimedOut(f"the query ran past {timeout_ms} ms") from None
+            raise CypherFailed(message) from None
+        except ValueError as exc:  # a parameter the client can't write into the query header
+            raise CypherFailed(str(exc)) from None
+        columns = tuple(str(column[1]) for column in result.header)
+        rows = [tuple(_plain(value) for value in values) for values in result.result_set[:max_rows]]
+        return CypherResult(columns, rows, len(result.result_set) > max_rows)
 
     async def _graph_exists(self, corpus_id: str) -> bool:
         client = await self._client()

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from neo4j import AsyncGraphDatabase, RoutingControl
+from neo4j import READ_ACCESS, AsyncGraphDatabase, RoutingControl
+from neo4j.exceptions import Neo4jError
+from neo4j.graph import Node, Path, Relationship
 
 from tribrid.config import GraphStoreConfig
+from tribrid.graphstore.base import CypherFailed, CypherRejected, CypherResult, CypherTimedOut
 from tribrid.graphstore.cypher import NEO4J
 from tribrid.graphstore.cypher_store import CypherGraphStore, Row
+
+# Status codes of a write in a READ transaction (or one the server forbids), and of a timeout
+# (TransactionTimedOut, TransactionTimedOutClientConfiguration; a TransientError before Neo4j 5).
+_WRITE_IN_READ_ONLY_CODES = ("Neo.ClientError.Statement.AccessMode", "Neo.ClientError.Security.Forbidden")
+_TIMED_OUT_CODE = "TransactionTimedOut"
+
+
+def _plain(value: Any) -> Any:
+    """A query result value as plain JSON-ready data (see base.CypherResult)."""
+    if isinstance(value, Node):
+        return {"labels": sorted(value.labels), "properties": _plain(dict(value.items()))}
+    if isinstance(value, Relationship):
+        return {"type": value.type, "properties": _plain(dict(value.items()))}
+    if isinstance(value, Path):
+        return {"nodes": _plain(list(value.nodes)), "relationships": _plain(list(value.relationships))}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)  # temporal and spatial values: their text
 
 
 class Neo4jGraphStore(CypherGraphStore):
@@ -34,6 +59,32 @@ class Neo4jGraphStore(CypherGraphStore):
             database_=self._database,
         )
         return [record.data() for record in result.records]
+
+    async def _run_read_only(
+        self, corpus_id: str, query: str, params: Row, *, max_rows: int, timeout_ms: int
+    ) -> CypherResult:
+        # An explicit READ transaction: the server refuses any write in it and stops it at the
+        # timeout; never committed, and not retried (a managed one would retry a timeout).
+        try:
+            async with self._driver.session(
+                database=self._database, default_access_mode=READ_ACCESS
+            ) as session:
+                tx = await session.begin_transaction(timeout=timeout_ms / 1000)
+                try:
+                    result = await tx.run(query, params)
+                    records = await result.fetch(max_rows + 1)
+                    columns = tuple(result.keys())
+                finally:
+                    await tx.close()  # a rollback (`async with tx` would commit)
+        except Neo4jError as exc:
+            code, message = exc.code or "", exc.message or str(exc)
+            if code in _WRITE_IN_READ_ONLY_CODES:
+                raise CypherRejected(message) from None
+            if _TIMED_OUT_CODE in code:
+                raise CypherTimedOut(f"the query ran past {timeout_ms} ms") from None
+            raise CypherFailed(message) from None
+        rows = [tuple(_plain(value) for value in record.values()) for record in records[:max_rows]]
+        return CypherResult(columns, rows, len(records) > max_rows)
 
     async def close(self) -> None:
         await self._driver.close()

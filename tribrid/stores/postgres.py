@@ -120,6 +120,17 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         ALTER TABLE chunks ADD COLUMN page_start int NOT NULL DEFAULT 0;
         ALTER TABLE chunks ADD COLUMN page_end int NOT NULL DEFAULT 0;
         """,
+        # Named entities found in a chunk text, by the recognizer's identity (model, version,
+        # labels) and the text's SHA-1: an unchanged chunk is not analysed again, even after a
+        # restart or in another corpus (tribrid/indexing/entity_cache.py).
+        """
+        CREATE TABLE entity_mentions (
+            model text NOT NULL,
+            text_sha1 bytea NOT NULL,
+            mentions jsonb NOT NULL,
+            PRIMARY KEY (model, text_sha1)
+        );
+        """,
     ]
 
 
