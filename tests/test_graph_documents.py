@@ -8,18 +8,16 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import grpc
 import pytest
 
 from services.graph.documents import (
     DocumentSettings,
-    LazyQueryEntities,
-    QueryEntities,
     document_expansion,
     document_search,
     find_document_seeds,
+    query_recognizer,
     query_terms,
 )
 from services.graph.search import GraphResult
@@ -30,6 +28,7 @@ from tests.test_graph_leg import FIXTURE_EDGES, GENERATION, fixture_entities, gr
 from tribrid.config import TriBridConfig
 from tribrid.graphstore.base import GraphReader, graph_key
 from tribrid.graphstore.snapshot import GraphSnapshot
+from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity, Relation
 from tribrid.search_common import SearchParams
 from tribrid.stores.postgres import corpus_generation
@@ -467,18 +466,11 @@ async def test_bad_document_max_depth(stack: Stack, corpus: str) -> None:
         assert message in (err.value.details() or "")
 
 
-def test_query_recognizer_loads_once_on_first_use() -> None:
-    loads: list[int] = []
-
-    def load() -> QueryEntities:
-        loads.append(1)
-        return lambda query: [word for word in query.split() if word.istitle()]
-
-    recognizer = LazyQueryEntities(load)
-    assert loads == []
-    assert recognizer("offices in Texas and Ohio") == ["Texas", "Ohio"]
-    assert recognizer("Austin") == ["Austin"]
-    assert loads == [1]
+def test_query_recognizer_names_what_the_indexer_would(config: TriBridConfig) -> None:
+    recognize = query_recognizer(EntityRecognizer(config.entities))
+    names = recognize("Did Roald Amundsen reach the South Pole before Robert Falcon Scott?")
+    assert "Roald Amundsen" in names and "Robert Falcon Scott" in names
+    assert recognize("how do I reset the password") == []
 
 
 async def test_named_relationship_types_narrow_the_walk(
@@ -506,19 +498,28 @@ async def test_named_relationship_types_narrow_the_walk(
     assert await rpc_search(stack, corpus, "texas", relationship_types=["calls"]) == []
 
 
-async def test_expansion_over_an_indexed_corpus(stack: Stack, tmp_path: Path) -> None:
-    """The indexer's own document graph (tests/fixtures/knowledge): a chunk's SIMILAR_TO neighbours
-    come back at depth 1 scored by their stored similarity."""
-    root = tmp_path / "docs"
+@pytest.fixture(scope="module")
+async def indexed_corpus(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """tests/fixtures/knowledge through the real indexer: its document graph and named entities."""
+    root = tmp_path_factory.mktemp("knowledge") / "docs"
     shutil.copytree(KNOWLEDGE, root)
     corpus_id = f"gdoc-indexed-{uuid.uuid4().hex[:8]}"
     await index_corpus(stack, corpus_id, root)
+    return corpus_id
+
+
+async def indexed_graph(stack: Stack, corpus_id: str) -> tuple[list[Entity], list[Relation]]:
     generation = await corpus_generation(await stack.resources.pool(), corpus_id)
     assert generation is not None
-    store = stack.resources.graph()
-    similar = [
-        r for r in await store.all_relations(graph_key(corpus_id, generation)) if r.type == "similar_to"
-    ]
+    store, key = stack.resources.graph(), graph_key(corpus_id, generation)
+    return await store.get_entities(key, await store.entity_ids(key)), await store.all_relations(key)
+
+
+async def test_expansion_over_an_indexed_corpus(stack: Stack, indexed_corpus: str) -> None:
+    """The indexer's own document graph: a chunk's SIMILAR_TO neighbours come back at depth 1
+    scored by their stored similarity."""
+    _, relations = await indexed_graph(stack, indexed_corpus)
+    similar = [r for r in relations if r.type == "similar_to"]
     start = min(r.source_id for r in similar)
     want = {}
     for r in similar:
@@ -527,10 +528,31 @@ async def test_expansion_over_an_indexed_corpus(stack: Stack, tmp_path: Path) ->
     async with stack.channel("graph") as channel:
         reply = await graph_pb2_grpc.GraphSearchStub(channel).ExpandContext(
             graph_pb2.ExpandContextRequest(
-                corpus_id=corpus_id, chunk_ids=[start], max_hops=1, relationship_types=["similar_to"]
+                corpus_id=indexed_corpus, chunk_ids=[start], max_hops=1, relationship_types=["similar_to"]
             ),
             timeout=30,
         )
     assert {m.chunk_id: round(m.score, 6) for m in reply.matches} == want
     assert all(m.expansion_depth == 1 for m in reply.matches)
     assert [m.score for m in reply.matches] == sorted((m.score for m in reply.matches), reverse=True)
+
+
+async def test_search_over_an_indexed_corpus(stack: Stack, indexed_corpus: str) -> None:
+    """The entity most chunks mention, named in a question: every chunk mentioning it first, at
+    depth 1 with 1.0, most mentions first; then what its RELATED_TO neighbours lead to."""
+    entities, relations = await indexed_graph(stack, indexed_corpus)
+    named = {e.entity_id: e for e in entities if e.type in stack.cfg.entities.types.values()}
+    mentions = [r for r in relations if r.type == "mentions"]
+    assert named and mentions  # the indexer found entities
+    chunks_of: dict[str, list[Relation]] = {}
+    for r in mentions:
+        chunks_of.setdefault(r.target_id, []).append(r)
+    top = min(named, key=lambda eid: (-len(chunks_of.get(eid, [])), eid))
+    want = [r.source_id for r in sorted(chunks_of[top], key=lambda r: (-r.count, r.source_id))]
+    matches = await rpc_search(stack, indexed_corpus, f"What do the documents say about {named[top].name}?")
+    assert [m.chunk_id for m in matches[: len(want)]] == want
+    assert all(m.score == 1.0 and m.explain[0].graph.hops == 1 for m in matches[: len(want)])
+    first = matches[0].explain[0].graph
+    assert first.seed_entity == named[top].name and list(first.relationship_types) == ["mentions"]
+    assert [e.count for e in first.edges] == [max(r.count for r in chunks_of[top])]
+    assert all(m.score < 1.0 for m in matches[len(want) :])

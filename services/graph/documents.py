@@ -50,6 +50,7 @@ import asyncpg
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
 from tribrid.config import DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import GraphReader
+from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity, Relation
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.text import STOPWORDS
@@ -59,21 +60,19 @@ from tribrid.v1 import common_pb2
 QueryEntities = Callable[[str], Sequence[str]]
 
 
-class LazyQueryEntities:
-    """A QueryEntities whose model is loaded on first use (a code-only deployment never pays for
-    it): `load` makes the real one. Searches call it from worker threads, so the load happens
-    once and the calls take turns (a pipeline is not meant for concurrent use)."""
+def query_recognizer(recognizer: EntityRecognizer) -> QueryEntities:
+    """NER on a question with the indexer's recognizer (its model, labels and junk rules): the
+    names it finds. The pipeline loads on the first call (a code-only deployment never pays for
+    it); searches call from worker threads, and take turns (a pipeline is not meant for
+    concurrent use)."""
+    turns = threading.Lock()
 
-    def __init__(self, load: Callable[[], QueryEntities]) -> None:
-        self._load = load
-        self._loaded: QueryEntities | None = None
-        self._lock = threading.Lock()
+    def names(query: str) -> list[str]:
+        with turns:
+            (mentions,) = recognizer.recognize([query])
+        return [mention.text for mention in mentions]
 
-    def __call__(self, query: str) -> Sequence[str]:
-        with self._lock:
-            if self._loaded is None:
-                self._loaded = self._load()
-            return self._loaded(query)
+    return names
 
 
 MENTIONS, RELATED_TO, SIMILAR_TO = "mentions", "related_to", "similar_to"

@@ -22,6 +22,7 @@ from services.graph.documents import (
     document_expansion,
     document_search,
     merge_results,
+    query_recognizer,
 )
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
@@ -45,6 +46,7 @@ from tribrid.graphstore.base import (
     graph_key,
 )
 from tribrid.graphstore.snapshot import GraphSnapshot
+from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity
 from tribrid.options import (
     RequestError,
@@ -426,6 +428,9 @@ async def build(res: Resources) -> ServiceSpec:
         await res.pool(search=True),
         res.graph(),
         named_entity_types=res.cfg.entities.types.values(),
+        query_entities=query_recognizer(EntityRecognizer(res.cfg.entities))
+        if res.cfg.entities.enabled
+        else None,
     )
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
