@@ -42,6 +42,10 @@ CASES: list[tuple[tuple[str, ...], str]] = [
     ),
     (("graph.max_hops=6",), "options.graph.max_hops: Input should be less than or equal to 5"),
     (("graph.max_hops=0",), "options.graph.max_hops: Input should be greater than or equal to 1"),
+    (
+        ("graph.document_max_depth=4",),
+        "options.graph.document_max_depth: Input should be less than or equal to 3",
+    ),
     (("graph.entity_types=Macro-1",), "options.graph.entity_types.0: String should match pattern"),
     (("graph.relationship_types=LIKES]",), "options.graph.relationship_types.0: String should match pattern"),
     (("graph.direction=9",), "options.graph.direction: unknown value 9; allowed: GRAPH_DIRECTION_AUTO"),

@@ -8,6 +8,7 @@ Sources, highest priority first: constructor arguments, `TRIBRID_...` environmen
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
@@ -44,6 +45,9 @@ CODE_RELATIONSHIP_TYPES: tuple[str, ...] = ("calls", "imports", "inherits", "con
 DOCUMENT_NODE_TYPES: tuple[str, ...] = ("document", "chunk")
 DOCUMENT_RELATIONSHIP_TYPES: tuple[str, ...] = ("mentions", "related_to", "similar_to")
 RELATIONSHIP_TYPES: tuple[str, ...] = CODE_RELATIONSHIP_TYPES + DOCUMENT_RELATIONSHIP_TYPES
+
+# A document walk's depth bound (graph.document_max_depth, ExpandContext on documents).
+MAX_DOCUMENT_DEPTH = 3
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -223,6 +227,14 @@ class GraphSearchConfig(_Section):
     # A document search walks RELATED_TO edges of at least this strength from the entities the
     # question names.
     related_min_strength: float = Field(0.5, ge=0.0, le=1.0)
+    # A document search reaches chunks at most this deep: 1 = the chunks that mention an entity
+    # the question names, 2 = also those mentioning an entity RELATED_TO one of them, 3 = one more
+    # RELATED_TO step. A chunk reached at depth d scores document_hop_penalty[d - 1] x the path's
+    # strength product (the design's 1.0 / 0.8 / 0.6).
+    document_max_depth: int = Field(2, ge=1, le=MAX_DOCUMENT_DEPTH)
+    document_hop_penalty: list[float] = Field(
+        default_factory=lambda: [1.0, 0.8, 0.6], min_length=MAX_DOCUMENT_DEPTH, max_length=MAX_DOCUMENT_DEPTH
+    )
 
     # The operators' read-only Cypher RPC (CypherQuery): off unless enabled here, since a query can
     # read any node (on Neo4j, of any corpus); it runs at most `cypher_timeout_ms` and answers
@@ -237,6 +249,15 @@ class GraphSearchConfig(_Section):
             raise ValueError(
                 f"hop_decay needs max_hops+1={self.max_hops + 1} entries, got {len(self.hop_decay)}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _penalty_never_rises(self) -> GraphSearchConfig:
+        # A penalty, in [0, 1] and never higher one step further: the walk then drops a path that
+        # reaches a node no better than a shorter one did (it can't lead anywhere better).
+        penalty = self.document_hop_penalty
+        if any(not 0.0 <= p <= 1.0 for p in penalty) or any(b > a for a, b in pairwise(penalty)):
+            raise ValueError(f"document_hop_penalty must be in [0, 1] and non-increasing, got {penalty}")
         return self
 
 

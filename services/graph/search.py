@@ -27,7 +27,7 @@ from itertools import pairwise
 import asyncpg
 
 from services.graph.external import GraphExternalNames
-from tribrid.config import GraphSearchConfig, QueryDirection
+from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig, QueryDirection
 from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
@@ -321,8 +321,21 @@ async def _top_chunks(
     Rows are read in rank order, a batch at a time, until top_k pass: not every candidate's
     content for the few returned.
     """
-    path_re = re.compile(path_regex) if path_regex else None
     ranked = sorted(best, key=lambda cid: (*best[cid].key(), cid))
+    return await rows_in_rank_order(pool, corpus_id, ranked, top_k, path_regex, languages)
+
+
+async def rows_in_rank_order(
+    pool: asyncpg.Pool,
+    corpus_id: str,
+    ranked: Sequence[str],
+    top_k: int,
+    path_regex: str | None = None,
+    languages: Sequence[str] = (),
+) -> list[ChunkRow]:
+    """The first top_k of these chunk ids (best first) that exist and pass the filters, read a
+    batch at a time."""
+    path_re = re.compile(path_regex) if path_regex else None
     # a filter may drop many: read more per batch then
     batch = top_k if path_re is None and not languages else max(4 * top_k, 100)
     found: list[ChunkRow] = []
@@ -487,7 +500,9 @@ async def expand_context(
     A neighbour scores hop_decay[hops] x path_weight x path bonus; the input chunks are left out.
     """
     inputs = set(chunk_ids)
-    starts = await store.entities_by_chunks(key, list(chunk_ids))
+    # A document chunk's node walks the document graph (services.graph.documents), not this one.
+    found = await store.entities_by_chunks(key, list(chunk_ids))
+    starts = [e for e in found if e.type not in DOCUMENT_NODE_TYPES]
     if not starts or not relationship_types:
         return GraphResult([], {})
     hits = await store.traverse(

@@ -6,19 +6,31 @@ Every call reads the corpus's current index generation and works on that generat
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import asyncpg
 import grpc
 from pydantic import TypeAdapter, ValidationError
 
 from services.graph import entities
+from services.graph.documents import (
+    DocumentSettings,
+    QueryEntities,
+    document_expansion,
+    document_search,
+    merge_results,
+    query_recognizer,
+)
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
-from services.graph.search import GraphSettings, expand_context, graph_search
+from services.graph.search import GraphResult, GraphSettings, expand_context, graph_search
 from tribrid.config import (
+    CODE_ENTITY_TYPES,
+    DOCUMENT_RELATIONSHIP_TYPES,
+    MAX_DOCUMENT_DEPTH,
     RELATIONSHIP_TYPES,
     GraphSearchConfig,
     GraphTypeName,
@@ -34,6 +46,7 @@ from tribrid.graphstore.base import (
     graph_key,
 )
 from tribrid.graphstore.snapshot import GraphSnapshot
+from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity
 from tribrid.options import (
     RequestError,
@@ -62,6 +75,13 @@ _CYPHER_OFF = (
 )
 
 
+class GraphKinds(NamedTuple):
+    """What a committed graph holds: code entities, documents (chunk nodes), or both."""
+
+    code: bool
+    documents: bool
+
+
 def _relationship_type(value: str, path: str) -> str:
     try:
         return _RELATIONSHIP_TYPE.validate_python(value)
@@ -84,15 +104,29 @@ def _in_range(name: str, value: int, low: int, high: int) -> int:
 
 class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     def __init__(
-        self, cfg: GraphSearchConfig, limits: LimitsConfig, pool: asyncpg.Pool, store: GraphStore
+        self,
+        cfg: GraphSearchConfig,
+        limits: LimitsConfig,
+        pool: asyncpg.Pool,
+        store: GraphStore,
+        named_entity_types: Iterable[str] = (),
+        query_entities: QueryEntities | None = None,
     ) -> None:
+        """`named_entity_types`: what a document search seeds on (the values of the config's
+        entities.types); `query_entities`: NER on a question (names), or None to look up its
+        words only."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
         self._store = store
+        self._named_types = sorted(set(named_entity_types))
+        self._query_entities = query_entities
         self._external = ExternalNames()
         # None: the graph is too big to hold, searches walk it in the store.
         self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.snapshot_max_graphs)
+        # What a graph holds: code is searched as always; documents (chunk nodes) are also walked
+        # as a document graph. A code-only graph is searched exactly as before.
+        self._kinds: PerGraph[GraphKinds] = PerGraph(cfg.snapshot_max_graphs)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
@@ -118,6 +152,20 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         if limit == 0 or (await self._store.counts(key))["entities"] > limit:
             return None
         return await GraphSnapshot.load(self._store, key, fulltext_cache_terms=self._cfg.fulltext_cache_terms)
+
+    async def _graph_kinds(self, key: str, life: str) -> GraphKinds:
+        async def load() -> GraphKinds:
+            counts = await self._store.counts(key)
+            code = any(counts.get(f"entities.{t}", 0) for t in CODE_ENTITY_TYPES)
+            return GraphKinds(code=code, documents=counts.get("entities.chunk", 0) > 0)
+
+        return await self._kinds.get(key, life, load)
+
+    async def _recognized(self, query: str) -> list[str]:
+        """The entity names NER finds in a question (the model loads on first use, off the loop)."""
+        if self._query_entities is None:
+            return []
+        return list(await asyncio.to_thread(self._query_entities, query))
 
     async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
         return await entities.resolve(self._store, key, ref, what)
@@ -151,8 +199,17 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         settings = GraphSettings.of(cfg, explicit_relationship_types=bool(options.relationship_types))
         key, life = await self._graph(params.corpus_id)
         reader = self._reader(key, life)
-        external = self._external.of(key, life)
-        found = await graph_search(reader, self._pool, key, params, settings, external)
+        kinds = await self._graph_kinds(key, life)
+        found = GraphResult([], {})
+        if kinds.code or not kinds.documents:
+            external = self._external.of(key, life)
+            found = await graph_search(reader, self._pool, key, params, settings, external)
+        if kinds.documents:
+            walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
+            documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
+            recognized = await self._recognized(params.query)
+            in_documents = await document_search(reader, self._pool, key, params, documents, recognized)
+            found = merge_results(found, in_documents, params.top_k)
         return await self._response(
             params.corpus_id, found.chunks, started, request.include_content, found.provenance
         )
@@ -175,8 +232,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         if not chunk_ids:
             raise invalid("chunk_ids is empty: send the chunks to expand")
         key, life = await self._graph(request.corpus_id)
+        reader = self._reader(key, life)
         found = await expand_context(
-            self._reader(key, life),
+            reader,
             self._pool,
             request.corpus_id,
             key,
@@ -186,9 +244,27 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             top_k,
             GraphSettings.of(self._cfg),
         )
-        return await self._response(
+        if not (await self._graph_kinds(key, life)).documents:
+            return await self._response(
+                request.corpus_id, found.chunks, started, request.include_content, found.provenance
+            )
+        # Documents: up to max_hops deep, at most MAX_DOCUMENT_DEPTH (documents.py defines depth),
+        # over the document edge kinds the request names (all when it names none).
+        depth = min(cfg.max_hops, MAX_DOCUMENT_DEPTH)
+        walked = cfg.relationship_types if request.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
+        settings = DocumentSettings.of(self._cfg, self._named_types, depth, walked)
+        in_documents = await document_expansion(
+            reader, self._pool, request.corpus_id, key, chunk_ids, depth, top_k, settings
+        )
+        found = merge_results(found, in_documents, top_k)
+        response = await self._response(
             request.corpus_id, found.chunks, started, request.include_content, found.provenance
         )
+        for match in response.matches:
+            provenance = in_documents.provenance.get(match.chunk_id)
+            if provenance is not None and found.provenance.get(match.chunk_id) is provenance:
+                match.expansion_depth = provenance.hops
+        return response
 
     async def Neighbors(
         self,
@@ -358,7 +434,16 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
 
 async def build(res: Resources) -> ServiceSpec:
-    servicer = GraphServicer(res.cfg.graph, res.cfg.limits, await res.pool(search=True), res.graph())
+    servicer = GraphServicer(
+        res.cfg.graph,
+        res.cfg.limits,
+        await res.pool(search=True),
+        res.graph(),
+        named_entity_types=res.cfg.entities.types.values(),
+        query_entities=query_recognizer(EntityRecognizer(res.cfg.entities))
+        if res.cfg.entities.enabled
+        else None,
+    )
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),

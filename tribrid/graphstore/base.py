@@ -100,16 +100,20 @@ class GraphReader(Protocol):
         limit: int,
         *,
         fuzzy: bool = True,
+        fulltext: bool = True,
     ) -> list[tuple[Entity, float]]:
-        """Entities whose name or qualified name matches a term, case-insensitively (without their
-        unresolved references: `get_entities` has them).
+        """Entities whose name, qualified name or alias matches a term, case-insensitively
+        (without their unresolved references: `get_entities` has them).
 
-        Score per entity is its best over the terms: 1.0 (exact) when the name or the qualified
-        name equals the term, 0.7 (prefix) when the name starts with it, 0.4 (fuzzy) for any
-        other fulltext-index hit (a word of the qualified name starts with the term, or, with
-        `fuzzy`, a word is one edit away from a term of 5+ characters). Exact matches use an index on the
-        lower-cased names; the rest come from the fulltext index, never a scan. Ordered by
-        score (desc), then entity id.
+        Score per entity is its best over the terms: 1.0 (exact) when the name, the qualified
+        name or an alias (named-entity types only: seeds.aliased_types) equals the term, 0.7
+        (prefix) when the name starts with it, 0.4 (fuzzy) for any other fulltext-index hit (a
+        word of the qualified name starts with the term, or, with `fuzzy`, a word is one edit
+        away from a term of 5+ characters). Exact matches use an index on the lower-cased names;
+        the rest come from the fulltext index, never a scan (aliases: a scan of the named-entity
+        types' nodes by label). Without `fulltext` only exact matches count (a document search's
+        word n-grams, most of which name nothing). Ordered by score (desc),
+        then entity id.
         """
         ...
 

@@ -102,6 +102,17 @@ WHERE e.type IN $entity_types
 RETURN {ENTITY_FIELDS}
 """
 
+
+def find_exact_by_alias(entity_type: str) -> str:
+    """Entities of one (named-entity) type with an alias equal to a lower-cased term: a scan of
+    that type's nodes by its label (few next to a corpus's chunks and code)."""
+    return f"""
+MATCH (e:{node_label(entity_type)})
+WHERE e.corpus_id = $corpus_id AND any(alias IN e.aliases_lower WHERE alias IN $terms)
+RETURN {ENTITY_FIELDS}
+"""
+
+
 _GET_ENTITIES = """
 UNWIND $ids AS entity_id
 MATCH (e:Entity {corpus_id: $corpus_id, id: entity_id})

@@ -264,6 +264,7 @@ class CypherGraphStore(ABC):
         limit: int,
         *,
         fuzzy: bool = True,
+        fulltext: bool = True,
     ) -> list[tuple[Entity, float]]:
         check_corpus_id(corpus_id)
         types = check_entity_types(entity_types)
@@ -274,7 +275,11 @@ class CypherGraphStore(ABC):
             self._read(corpus_id, query, terms=lowered, entity_types=types)
             for query in (cypher.FIND_EXACT_BY_NAME, cypher.FIND_EXACT_BY_QNAME)
         ]
-        words = seeds.fulltext_words(lowered)
+        queries += [
+            self._read(corpus_id, cypher.find_exact_by_alias(entity_type), terms=lowered)
+            for entity_type in seeds.aliased_types(types)
+        ]
+        words = seeds.fulltext_words(lowered) if fulltext else []
         if words:
             queries.append(self._fulltext(corpus_id, cypher.ENTITY_FIELDS, words, types, fuzzy=fuzzy))
         rows = [row for result in await asyncio.gather(*queries) for row in result]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_NODE_TYPES
 from tribrid.graphstore import cypher
 from tribrid.graphstore.base import clean_strings
 from tribrid.models import Entity
@@ -25,6 +26,14 @@ def fulltext_words(lowered: Sequence[str]) -> list[str]:
     return [t for t in lowered if "." not in t]
 
 
+def aliased_types(entity_types: Sequence[str]) -> list[str]:
+    """Of these (checked) types, those whose entities can have aliases: the named-entity types.
+    Code entities, documents and chunks never do, so an alias lookup skips them (a code search
+    costs no more than before)."""
+    never = set(CODE_ENTITY_TYPES) | set(DOCUMENT_NODE_TYPES)
+    return [t for t in entity_types if t not in never]
+
+
 class _SeedScorer:
     """The best match class of an entity over the (lower-cased) terms (see GraphReader.find_seeds),
     for many entities and the same terms: the terms are turned into a set and a tuple once."""
@@ -36,6 +45,8 @@ class _SeedScorer:
     def score(self, entity: Entity) -> float:
         name = entity.name.lower()
         if name in self._exact or entity.qualified_name.lower() in self._exact:
+            return cypher.EXACT_SCORE
+        if any(alias.lower() in self._exact for alias in entity.aliases):
             return cypher.EXACT_SCORE
         if name.startswith(self._prefixes):
             return cypher.PREFIX_SCORE

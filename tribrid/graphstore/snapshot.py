@@ -84,6 +84,10 @@ class GraphSnapshot(GraphReader):
         self._by_name = _index(self._entities.values(), lambda e: e.name.lower())
         self._by_qname = _index(self._entities.values(), lambda e: e.qualified_name.lower())
         self._by_chunk = _index(self._entities.values(), lambda e: e.chunk_id)
+        self._by_alias: dict[str, list[str]] = {}
+        for entity in self._entities.values():
+            for alias in sorted({alias.lower() for alias in entity.aliases}):
+                self._by_alias.setdefault(alias, []).append(entity.entity_id)
         self._out: _Edges = {}
         self._in: _Edges = {}
         # the relations themselves (with their properties), by source and by target
@@ -165,16 +169,23 @@ class GraphSnapshot(GraphReader):
         limit: int,
         *,
         fuzzy: bool = True,
+        fulltext: bool = True,
     ) -> list[tuple[Entity, float]]:
         self._check(corpus_id)
         types = check_entity_types(entity_types)
         lowered = seeds.lowered_terms(terms)
         if not lowered or not types or limit <= 0:
             return []
+        aliased = set(seeds.aliased_types(types))
         exact = chain.from_iterable(
-            chain(self._by_name.get(term, ()), self._by_qname.get(term, ())) for term in lowered
+            chain(
+                self._by_name.get(term, ()),
+                self._by_qname.get(term, ()),
+                (eid for eid in self._by_alias.get(term, ()) if self._entities[eid].type in aliased),
+            )
+            for term in lowered
         )
-        by_term = await self.fulltext_ids_by_term(corpus_id, lowered, types, fuzzy=fuzzy)
+        by_term = await self.fulltext_ids_by_term(corpus_id, lowered, types, fuzzy=fuzzy) if fulltext else {}
         matched = chain(exact, chain.from_iterable(by_term.values()))
         wanted = set(types)
         entities = (self._entities[eid] for eid in matched if eid in self._entities)
