@@ -113,3 +113,13 @@ bench-techniques: install
 BENCH_CONCURRENCY ?= 16
 bench: serve
 	$(PY) -m bench.bench_fusion --concurrency $(BENCH_CONCURRENCY) $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
+
+.PHONY: faults
+# Faults under load (bench/faults.py): while FAULT_CONCURRENCY workers search through the gateway,
+# each leg (SIGKILL), PostgreSQL and FalkorDB is stopped for FAULT_DOWN_S and restarted; a table of
+# partial / failed answers, the longest answer against the deadline and the time to recover.
+# Self-contained: its own stores, ports and services under /tmp/tribrid-bench-faults.
+FAULT_CONCURRENCY ?= 4
+FAULT_DOWN_S ?= 5
+faults: install
+	$(PY) -m bench.faults --concurrency $(FAULT_CONCURRENCY) --down-s $(FAULT_DOWN_S)
