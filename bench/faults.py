@@ -172,7 +172,7 @@ def faults(stack: ProcessStack) -> list[Fault]:
 
 
 def summarize(
-    fault: Fault, answers: list[Answer], deadline_s: float, timing: dict[str, float]
+    fault: Fault, answers: list[Answer], deadline_s: float, timing: dict[str, float | None]
 ) -> dict[str, Any]:
     codes = Counter(a.code for a in answers)
     missing = Counter(leg for a in answers for leg in a.missing_legs)
