@@ -588,6 +588,10 @@ class TelemetryConfig(_Section):
     otlp_insecure: bool = True
     # Prometheus /metrics HTTP port per process; 0 = off (tests).
     metrics_port: int = Field(9464, ge=0, le=65535)
+    # /metrics behind a bearer token: a scrape must send `Authorization: Bearer <token>` with the
+    # token whose SHA-256 (hex) is metrics_token_sha256, or a token of `auth` with the admin scope.
+    metrics_auth: bool = False
+    metrics_token_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     # Database spans for every asyncpg query (when tracing is on).
     instrument_asyncpg: bool = True
 

@@ -130,7 +130,7 @@ def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningSe
 async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
     res = Resources(cfg)
     try:
-        telemetry.start_metrics_server(cfg.telemetry)
+        telemetry.start_metrics_server(cfg.telemetry, cfg.auth)
         running = await start_services(cfg, names, res)
         servers: dict[str, Stoppable] = {str(n): s for n, s in running.items()}
         if "bridge" in names:
