@@ -147,6 +147,8 @@ async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
             log.warning("serving %s: for loopback use only", " and ".join(unguarded))
         freeze_long_lived_objects()  # the model, grammars, protobuf classes
         log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
-        await serve_until_signal(list(servers.values()), cfg.services.shutdown_grace_s)
+        await serve_until_signal(
+            list(servers.values()), cfg.services.shutdown_grace_s, cfg.services.drain_delay_s
+        )
     finally:
         await res.close()
