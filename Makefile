@@ -123,3 +123,12 @@ FAULT_CONCURRENCY ?= 4
 FAULT_DOWN_S ?= 5
 faults: install
 	$(PY) -m bench.faults --concurrency $(FAULT_CONCURRENCY) --down-s $(FAULT_DOWN_S)
+
+.PHONY: faults-index
+# Kill while indexing (bench/faults_index.py): KILL_POINTS runs killed (SIGKILL) at random points of
+# the indexer process and as many of PostgreSQL, each run again; a table of the consistency counts
+# (duplicate / orphan chunks, postings, entities, edges; PostgreSQL and the graph agree) after each.
+# Self-contained: its own stores under /tmp/tribrid-bench-faults-index.
+KILL_POINTS ?= 20
+faults-index: install
+	$(PY) -m bench.faults_index --points $(KILL_POINTS)
