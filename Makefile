@@ -132,3 +132,13 @@ faults: install
 KILL_POINTS ?= 20
 faults-index: install
 	$(PY) -m bench.faults_index --points $(KILL_POINTS)
+
+.PHONY: overload
+# Overload (bench/overload.py): finds the gateway's saturation concurrency (throughput stops
+# rising), then drives 4x that, unbounded and with every service's max_in_flight at the saturation:
+# the shed fraction (RESOURCE_EXHAUSTED), p99 of the accepted requests, each service's RSS before
+# and after. Self-contained: its own stores, ports and services under /tmp/tribrid-bench-overload.
+OVERLOAD_STEP_S ?= 6
+OVERLOAD_RUN_S ?= 20
+overload: install
+	$(PY) -m bench.overload --step-s $(OVERLOAD_STEP_S) --run-s $(OVERLOAD_RUN_S)

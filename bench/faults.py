@@ -82,6 +82,10 @@ class GatewayLoad:
     address: str
     concurrency: int
     deadline_s: float
+    corpus: str = CORPUS
+    # A worker whose call failed waits this long before its next (a refused call comes back at once:
+    # without a pause it would spin, like a client retrying without backoff).
+    backoff_s: float = 0.01
     answers: list[Answer] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -97,13 +101,13 @@ class GatewayLoad:
         async def worker() -> None:
             while not self._stop.is_set():
                 query = f"{next(queries)} zq{next(nonces):07x}"
-                request = common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=10)
+                request = common_pb2.SearchRequest(corpus_id=self.corpus, query=query, top_k=10)
                 started = time.monotonic()
                 try:
                     reply = await search(request, timeout=self.deadline_s)
                 except grpc.aio.AioRpcError as err:
                     self.answers.append(Answer(started, time.monotonic() - started, err.code().name))
-                    await asyncio.sleep(0.01)  # a refused call comes back at once: don't spin
+                    await asyncio.sleep(self.backoff_s)
                     continue
                 missing = tuple(sorted(source_name(r.leg) for r in reply.legs if r.status != OK))
                 self.answers.append(Answer(started, time.monotonic() - started, "OK", reply.partial, missing))
