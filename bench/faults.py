@@ -7,8 +7,10 @@ state dir for the next run). For each fault it reports the answers that were par
 missing) or failed (a gRPC error), the longest answer time against the caller's deadline, the
 requests that outlived their deadline (DEADLINE_EXCEEDED, or an answer later than the deadline),
 and the time from the restart to full recovery: the first answer from which on every answer is
-whole (every leg OK) for --settle-s. A leg is killed (SIGKILL, a crash) and started again; the
-stores are stopped the way their `tribrid down` does it and started again on their data.
+whole (every leg OK) for --settle-s (the gateway's own channel to a leg reconnects with gRPC's
+backoff, so it may lag the restarted leg's first SERVING, "restart s"). A leg is killed (SIGKILL,
+a crash) and started again; the stores are stopped the way their `tribrid down` does it and
+started again on their data.
 
 Prints a table and writes bench/results/faults.json and faults.png.
 

@@ -67,7 +67,14 @@ def service_env(cfg: TriBridConfig, extra: dict[str, str] | None = None) -> dict
 async def wait_serving(address: str, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
     """Until the health service at `address` says SERVING; raises if the process exits first."""
     end = time.monotonic() + timeout_s
-    async with grpc.aio.insecure_channel(address) as channel:
+    # Reconnect attempts 0.1 s apart (gRPC's default backoff grows to seconds while nothing listens):
+    # the time to SERVING is the process's, not the channel's.
+    fast_reconnect = [
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.min_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 100),
+    ]
+    async with grpc.aio.insecure_channel(address, options=fast_reconnect) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < end:
             if proc is not None and proc.poll() is not None:
