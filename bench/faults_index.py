@@ -91,8 +91,10 @@ class KillRound:
     delay_s: float  # ...and this long after it
     phase: str  # the last progress event before the kill
     killed: bool  # False: the run ended before the kill time
+    committed: bool  # the killed run had committed its generation
+    left_by_kill: dict[str, int]  # the consistency problems before the re-run
     rerun_s: float
-    consistency: Consistency
+    consistency: Consistency  # after the re-run
 
 
 class Worker:
@@ -201,6 +203,7 @@ async def kill_round(
     random part of the time that phase took in the uninterrupted run."""
     event = rng.randrange(len(spans))
     delay_s = rng.uniform(0, spans[event][1])
+    generation_before = (await consistency(cfg)).generation
     worker = Worker(cfg, root)
     await worker.event(event)
     await asyncio.sleep(delay_s)
@@ -213,9 +216,18 @@ async def kill_round(
     await worker.wait(120)
     if killed and target == "postgresql":
         await asyncio.to_thread(restart_postgres, cfg)
+    left = await consistency(cfg)
     rerun_s = await run_to_completion(cfg, root)
     return KillRound(
-        target, event, round(delay_s, 3), phase, killed, round(rerun_s, 2), await consistency(cfg)
+        target,
+        event,
+        round(delay_s, 3),
+        phase,
+        killed,
+        left.generation > generation_before,
+        left.problems(),
+        round(rerun_s, 2),
+        await consistency(cfg),
     )
 
 
@@ -239,7 +251,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             rounds.append(done)
             console.print(
                 f"{n:>2} {target:<10} {done.delay_s:5.2f} s after event {done.event}, in {done.phase:<12}"
-                f" {'killed' if done.killed else 'ended first'}; problems {done.consistency.problems() or 0}"
+                f" {'killed' if done.killed else 'ended first'}; left {done.left_by_kill or '-'};"
+                f" after the re-run {done.consistency.problems() or 0}"
             )
         fresh_s = await run_to_completion(cfg, root, FRESH)
         final, fresh = await consistency(cfg), await consistency(cfg, FRESH)
@@ -261,19 +274,32 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def show(result: dict[str, Any]) -> None:
     table = Table(title=f"index runs killed at random points (seed {result['seed']}), then run again")
-    for col in ("killed", "points", "killed in phase", "ended before kill", "problems after re-run"):
-        table.add_column(col, justify="left" if col in ("killed", "killed in phase") else "right")
+    columns = (
+        "killed",
+        "points",
+        "killed in phase",
+        "after its commit",
+        "left by the kill",
+        "after the re-run",
+    )
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("points", "after its commit") else "left")
     for target in ("indexer", "postgresql"):
         rows = [r for r in result["rounds"] if r["target"] == target]
         phases = Counter(r["phase"] for r in rows if r["killed"])
         problems: Counter[str] = Counter()
+        left: Counter[str] = Counter()  # rounds whose kill left each kind of problem
         for r in rows:
             problems.update(Consistency(**r["consistency"]).problems())
+            left.update(r["left_by_kill"].keys())
+        ended_first = sum(1 for r in rows if not r["killed"])
         table.add_row(
             f"{target} (SIGKILL)",
             str(len(rows)),
-            " ".join(f"{p}={n}" for p, n in sorted(phases.items())),
-            str(sum(1 for r in rows if not r["killed"])),
+            " ".join(f"{p}={n}" for p, n in sorted(phases.items()))
+            + (f" (ended first: {ended_first})" if ended_first else ""),
+            str(sum(1 for r in rows if r["committed"])),
+            " ".join(f"{p} x{n}" for p, n in sorted(left.items())) or "-",
             " ".join(f"{p}={n}" for p, n in sorted(problems.items())) or "0",
         )
     console.print(table)
