@@ -147,3 +147,32 @@ bench: serve
 # document chunks (bench/bench_ner.py); writes bench/results/bench_ner.{json,png}. Needs no stores.
 bench-ner: install
 	$(PY) -m bench.bench_ner
+
+.PHONY: faults
+# Faults under load (bench/faults.py): while FAULT_CONCURRENCY workers search through the gateway,
+# each leg (SIGKILL), PostgreSQL and FalkorDB is stopped for FAULT_DOWN_S and restarted; a table of
+# partial / failed answers, the longest answer against the deadline and the time to recover.
+# Self-contained: its own stores, ports and services under /tmp/tribrid-bench-faults.
+FAULT_CONCURRENCY ?= 4
+FAULT_DOWN_S ?= 5
+faults: install
+	$(PY) -m bench.faults --concurrency $(FAULT_CONCURRENCY) --down-s $(FAULT_DOWN_S)
+
+.PHONY: faults-index
+# Kill while indexing (bench/faults_index.py): KILL_POINTS runs killed (SIGKILL) at random points of
+# the indexer process and as many of PostgreSQL, each run again; a table of the consistency counts
+# (duplicate / orphan chunks, postings, entities, edges; PostgreSQL and the graph agree) after each.
+# Self-contained: its own stores under /tmp/tribrid-bench-faults-index.
+KILL_POINTS ?= 20
+faults-index: install
+	$(PY) -m bench.faults_index --points $(KILL_POINTS)
+
+.PHONY: overload
+# Overload (bench/overload.py): finds the gateway's saturation concurrency (throughput stops
+# rising), then drives 4x that, unbounded and with every service's max_in_flight at the saturation:
+# the shed fraction (RESOURCE_EXHAUSTED), p99 of the accepted requests, each service's RSS before
+# and after. Self-contained: its own stores, ports and services under /tmp/tribrid-bench-overload.
+OVERLOAD_STEP_S ?= 6
+OVERLOAD_RUN_S ?= 20
+overload: install
+	$(PY) -m bench.overload --step-s $(OVERLOAD_STEP_S) --run-s $(OVERLOAD_RUN_S)

@@ -32,6 +32,7 @@ Component = Literal["fusion", "vector", "sparse", "graph", "indexer"]
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "k8s"
 SECRET_EXAMPLE = K8S / "secret.example.yaml"
+TLS_SECRET = "tribrid-tls"  # tls.crt, tls.key and ca.crt (deploy/README.md)
 DOCKERFILE = ROOT / "Dockerfile"
 
 COMPONENTS: tuple[Component, ...] = get_args(Component)
@@ -321,16 +322,23 @@ def test_services_select_one_workload_and_target_ports_it_has() -> None:
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_probes_use_grpc_health_on_the_service_port(component: Component) -> None:
+def test_probes_check_grpc_health_from_inside_the_pod(
+    component: Component, clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Kubernetes' gRPC probe speaks no TLS: `python -m tribrid.probe NAME` asks the health service
+    # at 127.0.0.1:<NAME_port> with the pod's own TLS settings.
     container = _server(component)
     (port,) = container["ports"]
+    assert (
+        getattr(_pod_config(_deployment(component), clean_env, tmp_path).services, f"{component}_port")
+        == (port["containerPort"])
+    )
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         spec = container[probe]
         handlers = {"grpc", "httpGet", "tcpSocket", "exec"} & spec.keys()
-        assert handlers == {"grpc"}, f"{component} {probe}: the native gRPC probe, nothing else"
-        # grpc probes take a number only; service "" is the server-wide status every server sets.
-        assert spec["grpc"]["port"] == port["containerPort"], f"{component} {probe}"
-        assert spec["grpc"].get("service", "") == "", f"{component} {probe}"
+        assert handlers == {"exec"}, f"{component} {probe}"
+        assert spec["exec"]["command"] == ["python", "-m", "tribrid.probe", component], f"{component} {probe}"
+        assert spec.get("timeoutSeconds", 1) >= 5, f"{component} {probe}: a Python process starts"
 
 
 # --- configuration -------------------------------------------------------------------------------
@@ -437,6 +445,8 @@ def test_secret_references_volumes_and_claims_resolve() -> None:
                 assert volume["configMap"]["name"] in configmaps, name
             if "persistentVolumeClaim" in volume:
                 assert volume["persistentVolumeClaim"]["claimName"] in claims, name
+            if "secret" in volume:  # made by hand (deploy/README.md), like the example's
+                assert volume["secret"]["secretName"] == TLS_SECRET, name
         for container in pod["containers"]:
             for mount in container.get("volumeMounts", []):
                 assert mount["name"] in volumes.keys() | templates, f"{name}: no volume {mount['name']}"
@@ -521,8 +531,30 @@ def test_termination_grace_covers_the_shutdown_drain(
     component: Component, clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     deployment = _deployment(component)
-    drain = _pod_config(deployment, clean_env, tmp_path).services.shutdown_grace_s
+    services = _pod_config(deployment, clean_env, tmp_path).services
+    assert services.drain_delay_s > 0, "endpoints need a moment to drop a terminating pod"
+    drain = services.drain_delay_s + services.shutdown_grace_s
     assert _pod_spec(deployment)["terminationGracePeriodSeconds"] > drain
+
+
+@pytest.mark.parametrize("workload", [*COMPONENTS, "bridge"])
+def test_tls_files_are_mounted_from_the_tls_secret(
+    workload: str, clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    deployment = _get("Deployment", f"tribrid-{workload}")
+    services = _pod_config(deployment, clean_env, tmp_path).services
+    assert services.tls_client_auth, "mutual TLS between our services"
+    (container,) = _containers(deployment)
+    volumes = {v["name"]: v for v in _pod_spec(deployment)["volumes"]}
+    for path in (services.tls_cert_file, services.tls_key_file, services.tls_ca_file):
+        assert path is not None
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == str(path.parent)]
+        assert mount.get("readOnly") is True
+        assert volumes[mount["name"]]["secret"]["secretName"] == TLS_SECRET, f"{workload} {path}"
+        assert "items" not in volumes[mount["name"]]["secret"], "the Secret's keys are the file names"
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        if "httpGet" in container[probe]:
+            assert container[probe]["httpGet"]["scheme"] == "HTTPS", f"{workload} {probe}"
 
 
 def test_hpas_scale_the_query_path_on_cpu() -> None:

@@ -1,4 +1,5 @@
-"""Graceful drain: SIGTERM to a real `tribrid serve indexer` process while indexing runs stream."""
+"""Graceful drain: SIGTERM to a real `tribrid serve` process while indexing runs stream, and the
+readiness delay before it (services.drain_delay_s)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import subprocess
 from pathlib import Path
 
 import grpc
+import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.conftest import FIXTURE_REPO, Stack
+from services.bridge.service import start_bridge
+from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack
 from tests.test_gateway_faults_more import _free_port, _serve_subprocess, _wait_serving
 from tribrid.config import TriBridConfig
-from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
+from tribrid.legs import BY_NAME, search_method
+from tribrid.v1 import common_pb2, indexer_pb2, indexer_pb2_grpc
 
 CORPORA = ("drain-a", "drain-b", "drain-c")
 
@@ -85,3 +89,51 @@ async def test_sigterm_finishes_in_flight_indexing_then_exits(
         listed = await indexer_pb2_grpc.IndexerStub(channel).ListCorpora(indexer_pb2.ListCorporaRequest())
     assert set(CORPORA) <= {c.corpus_id for c in listed.corpora}
     await _delete(stack)
+
+
+async def test_sigterm_reports_not_serving_and_keeps_serving_through_the_drain_delay(
+    stack: Stack,
+    sample_corpus: indexer_pb2.IndexProgress,
+    config: TriBridConfig,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Long enough that the search below, sent once NOT_SERVING is seen, lands inside the delay.
+    monkeypatch.setenv("TRIBRID_SERVICES__DRAIN_DELAY_S", "4")
+    port = _free_port()
+    proc = _serve_subprocess(config, "sparse", port)
+    try:
+        await _wait_serving(port, proc, timeout_s=120)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
+            assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING
+            proc.send_signal(signal.SIGTERM)
+            assert (await watch.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            watch.cancel()
+            # not ready, but still answering: what a load balancer sends before it notices is served
+            reply = await search_method(channel, BY_NAME["sparse"])(
+                common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number"), timeout=10
+            )
+            assert reply.matches
+        assert await asyncio.to_thread(proc.wait, 60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+async def test_a_draining_bridge_is_not_ready_but_still_serves(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    update = {f"{name}_address": f"127.0.0.1:{server.port}" for name, server in stack.servers.items()}
+    cfg = stack.cfg.model_copy(update={"services": stack.cfg.services.model_copy(update=update)})
+    bridge = await start_bridge(cfg, "127.0.0.1", 0)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=30) as http:
+            assert (await http.get("/readyz")).status_code == 200
+            await bridge.drain()
+            assert (await http.get("/readyz")).status_code == 503
+            assert (await http.get("/healthz")).status_code == 200
+            search = await http.post("/v1/search", json={"corpusId": SAMPLE_CORPUS, "query": "cart total"})
+            assert search.status_code == 200 and search.json()["matches"]
+    finally:
+        await bridge.stop(0)

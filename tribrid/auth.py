@@ -107,6 +107,10 @@ class TokenTable:
             raise ValueError("auth is enabled but no token is configured (auth.tokens or auth.tokens_file)")
         self._tokens = tokens
 
+    def has_scope(self, scope: Scope) -> bool:
+        """Whether some configured token has `scope` (itself, not through admin)."""
+        return any(scope in entry.scopes for entry in self._tokens)
+
     def authenticate(self, authorization: str | None) -> Caller:
         """The caller an `Authorization: Bearer <token>` value names; UNAUTHENTICATED otherwise."""
         if not authorization:

@@ -104,11 +104,18 @@ def token_hash(token: str = typer.Argument(..., help="the bearer token callers w
 @app.command()
 def certs(
     directory: Annotated[Path | None, typer.Option("--dir", help="default: <state_dir>/certs")] = None,
+    hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--host", help="a name or IP the certificate is for (repeat; default localhost, 127.0.0.1)"
+        ),
+    ] = None,
 ) -> None:
-    """Write a local CA and a server certificate for localhost/127.0.0.1, to try TLS out."""
+    """Write a local CA and a server certificate for localhost/127.0.0.1 (or --host ...), to try TLS out."""
     from tribrid.certs import make_certs
 
-    files = make_certs(directory or _config().state_dir / "certs")
+    target = directory or _config().state_dir / "certs"
+    files = make_certs(target, tuple(hosts)) if hosts else make_certs(target)
     console.print(f"CA {files.ca_file}\ncertificate {files.cert_file}\nkey {files.key_file}")
     console.print(
         "serve TLS with TRIBRID_SERVICES__TLS_CERT_FILE / TLS_KEY_FILE; clients verify with"

@@ -496,6 +496,10 @@ class ServicesConfig(_Section):
     indexer_address: str = ""
     bridge_address: str = ""
     shutdown_grace_s: float = Field(5.0, ge=0)
+    # On SIGTERM a service first reports NOT_SERVING (the bridge: /readyz 503) and keeps serving
+    # for this long, so load balancers and readiness probes stop sending it traffic; then it stops
+    # taking calls and finishes those in flight within shutdown_grace_s.
+    drain_delay_s: float = Field(0.0, ge=0, le=600)
     # TLS: a service with a certificate and key serves TLS only (the bridge HTTPS); clients (the
     # gateway, the bridge, the CLI) with a CA file verify the services' certificates against it.
     # `make certs` writes a local CA and a certificate for 127.0.0.1/localhost into .state/certs.
@@ -632,6 +636,10 @@ class TelemetryConfig(_Section):
     otlp_insecure: bool = True
     # Prometheus /metrics HTTP port per process; 0 = off (tests).
     metrics_port: int = Field(9464, ge=0, le=65535)
+    # /metrics behind a bearer token: a scrape must send `Authorization: Bearer <token>` with the
+    # token whose SHA-256 (hex) is metrics_token_sha256, or a token of `auth` with the admin scope.
+    metrics_auth: bool = False
+    metrics_token_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     # Database spans for every asyncpg query (when tracing is on).
     instrument_asyncpg: bool = True
 

@@ -130,7 +130,7 @@ def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningSe
 async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
     res = Resources(cfg)
     try:
-        telemetry.start_metrics_server(cfg.telemetry)
+        telemetry.start_metrics_server(cfg.telemetry, cfg.auth)
         running = await start_services(cfg, names, res)
         servers: dict[str, Stoppable] = {str(n): s for n, s in running.items()}
         if "bridge" in names:
@@ -147,6 +147,8 @@ async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
             log.warning("serving %s: for loopback use only", " and ".join(unguarded))
         freeze_long_lived_objects()  # the model, grammars, protobuf classes
         log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
-        await serve_until_signal(list(servers.values()), cfg.services.shutdown_grace_s)
+        await serve_until_signal(
+            list(servers.values()), cfg.services.shutdown_grace_s, cfg.services.drain_delay_s
+        )
     finally:
         await res.close()

@@ -40,8 +40,12 @@ class RunningServer:
     health: health.aio.HealthServicer
     specs: Sequence[ServiceSpec] = field(default_factory=list)
 
-    async def stop(self, grace_s: float) -> None:
+    async def drain(self) -> None:
+        """Report NOT_SERVING (every service name) while still serving: traffic should go elsewhere."""
         await self.health.enter_graceful_shutdown()
+
+    async def stop(self, grace_s: float) -> None:
+        await self.drain()
         await self.server.stop(grace_s)
         for spec in self.specs:
             if spec.on_stop is not None:
@@ -236,6 +240,8 @@ class Stoppable(Protocol):
 
     port: int
 
+    async def drain(self) -> None: ...
+
     async def stop(self, grace_s: float) -> None: ...
 
 
@@ -251,12 +257,18 @@ def freeze_long_lived_objects() -> None:
     gc.freeze()
 
 
-async def serve_until_signal(servers: Sequence[Stoppable], grace_s: float) -> None:
-    """Block until SIGTERM/SIGINT, then drain in-flight calls and stop every server."""
+async def serve_until_signal(
+    servers: Sequence[Stoppable], grace_s: float, drain_delay_s: float = 0.0
+) -> None:
+    """Block until SIGTERM/SIGINT; then report not ready and keep serving for `drain_delay_s`
+    (services.drain_delay_s), then stop every server, finishing calls in flight within `grace_s`."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    log.info("draining", extra={"drain_delay_s": drain_delay_s, "grace_s": grace_s})
+    await asyncio.gather(*(s.drain() for s in servers))
+    await asyncio.sleep(drain_delay_s)
     log.info("shutting down", extra={"grace_s": grace_s})
     await asyncio.gather(*(s.stop(grace_s) for s in servers))

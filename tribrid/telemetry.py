@@ -9,14 +9,18 @@ spans are children of the gateway's server span; asyncpg queries get database sp
 from __future__ import annotations
 
 import functools
+import hmac
 import inspect
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from socketserver import ThreadingMixIn
 from typing import Any, TypeVar, cast
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import grpc
 import prometheus_client
@@ -26,7 +30,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-from tribrid.config import TelemetryConfig
+from tribrid import auth
+from tribrid.config import AuthConfig, TelemetryConfig
+from tribrid.options import RequestError
 
 _STANDARD_RECORD_KEYS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -252,14 +258,73 @@ class Metrics:
 METRICS = Metrics(prometheus_client.REGISTRY)
 _metrics_port: int | None = None
 
+# Who may read /metrics: True for an `Authorization` header value that may (None: none was sent).
+MetricsGuard = Callable[[str | None], bool]
 
-def start_metrics_server(cfg: TelemetryConfig, host: str = "0.0.0.0") -> int | None:
+
+def metrics_guard(cfg: TelemetryConfig, auth_cfg: AuthConfig) -> MetricsGuard | None:
+    """None when /metrics is open (telemetry.metrics_auth off); else whether a header carries the
+    dedicated metrics token or an admin token of `auth`."""
+    if not cfg.metrics_auth:
+        return None
+    tokens = auth.TokenTable(auth_cfg)
+    dedicated = cfg.metrics_token_sha256
+    if dedicated is None and not tokens.has_scope("admin"):
+        raise ValueError(
+            "telemetry.metrics_auth needs telemetry.metrics_token_sha256"
+            " or an auth token with the admin scope"
+        )
+
+    def allowed(authorization: str | None) -> bool:
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False
+        if dedicated is not None and hmac.compare_digest(dedicated, auth.hash_token(token.strip())):
+            return True
+        try:
+            return "admin" in tokens.authenticate(authorization).scopes
+        except RequestError:
+            return False
+
+    return allowed
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # a scrape every few seconds: no log
+        pass
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+def serve_metrics(port: int, host: str, guard: MetricsGuard | None) -> WSGIServer:
+    """The Prometheus exposition of this process's registry on host:port, in a daemon thread; with
+    a guard, a scrape it refuses gets 401 (no token or an unknown one: one answer for both)."""
+    metrics_app = prometheus_client.make_wsgi_app()
+
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        if guard is not None and not guard(environ.get("HTTP_AUTHORIZATION")):
+            start_response(
+                "401 Unauthorized",
+                [("WWW-Authenticate", 'Bearer realm="metrics"'), ("Content-Type", "text/plain")],
+            )
+            return [b"/metrics needs 'Authorization: Bearer <token>' (the metrics token or an admin one)\n"]
+        return metrics_app(environ, start_response)
+
+    server = make_server(host, port, app, _ThreadingWSGIServer, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def start_metrics_server(cfg: TelemetryConfig, auth_cfg: AuthConfig, host: str = "0.0.0.0") -> int | None:
     """Serve /metrics on cfg.metrics_port (0 = off); once per process. Returns the port."""
     global _metrics_port
     if cfg.metrics_port == 0 or _metrics_port is not None:
         return _metrics_port
+    guard = metrics_guard(cfg, auth_cfg)
     try:
-        prometheus_client.start_http_server(cfg.metrics_port, addr=host)
+        serve_metrics(cfg.metrics_port, host, guard)
     except OSError as err:  # e.g. two services started separately on one host: keep serving
         logging.getLogger(__name__).warning(
             "metrics port unavailable", extra={"port": cfg.metrics_port, "error": str(err)}

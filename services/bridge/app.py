@@ -364,6 +364,8 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
+        if request.app.state.draining:
+            return error_response(503, "UNAVAILABLE", "the bridge is shutting down")
         check = health_pb2.HealthCheckRequest(service=READY_SERVICE)
         try:
             reply = await backend.health().Check(check, timeout=1.0)
@@ -409,6 +411,7 @@ def create_app(
         middleware=middleware,
     )
     app.state.backend = backend
+    app.state.draining = False  # set on SIGTERM (BridgeServer.drain): /readyz answers 503
     return app
 
 

@@ -9,6 +9,7 @@ import socket
 from collections.abc import Iterator
 
 import uvicorn
+from starlette.applications import Starlette
 
 from services.bridge.app import addresses_from_config, create_app
 from tribrid.config import TriBridConfig
@@ -27,12 +28,18 @@ class _Server(uvicorn.Server):
 class BridgeServer:
     """A running bridge: its bound port, and a graceful stop (same shape as RunningServer)."""
 
-    def __init__(self, server: _Server, task: asyncio.Task[None], port: int) -> None:
+    def __init__(self, server: _Server, task: asyncio.Task[None], port: int, app: Starlette) -> None:
         self._server = server
+        self._app = app
         self._task = task
         self.port = port
 
+    async def drain(self) -> None:
+        """/readyz answers 503 from now on; every other route is still served."""
+        self._app.state.draining = True
+
     async def stop(self, grace_s: float) -> None:
+        await self.drain()
         self._server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout=grace_s + 1)
@@ -74,4 +81,4 @@ async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer
     bound = int(sock.getsockname()[1])
     scheme = "https" if cert is not None else "http"
     log.info("serving", extra={"services": ["bridge"], "address": f"{scheme}://{host}:{bound}"})
-    return BridgeServer(server, task, bound)
+    return BridgeServer(server, task, bound, app)

@@ -347,6 +347,10 @@ class IndexPipeline:
         base = committed or 0
         with counts.timed("postgres"):
             await discard_uncommitted(self._pool, corpus_id)
+        # Before the unchanged check: a run killed after its commit left the previous generation's
+        # graph behind, and a re-run of the same tree has nothing else to do.
+        with counts.timed("graph"):
+            await graph_writer.discard_uncommitted(self._graph, corpus_id, base)
         changed = [f for f in files if old_hashes.get(f.path) != f.content_hash or not same_format]
         deleted = sorted(set(old_hashes) - {f.path for f in files})
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
@@ -356,8 +360,6 @@ class IndexPipeline:
             yield counts.event("done", done=True, message="unchanged")
             return
 
-        with counts.timed("graph"):
-            await graph_writer.discard_uncommitted(self._graph, corpus_id, base)
         await ensure_corpus(
             self._pool, CorpusInfo(corpus_id, str(root), self._embedder.name, self._embedder.dim)
         )
