@@ -204,6 +204,47 @@ def test_killed_falkordb_is_restarted(running: TriBridConfig) -> None:
     assert _redis_ping(GRAPH_PORT)
 
 
+def _kill_falkordb(cfg: TriBridConfig) -> None:
+    pid = next(s.pid for s in embedded.status(cfg) if s.name == "falkordb")
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while not _port_free(GRAPH_PORT) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_killed_falkordb_keeps_what_it_was_written(running: TriBridConfig) -> None:
+    # A graph is one Redis key: no snapshot rule fires for it, so only the append-only log keeps it.
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_killed")
+    graph.query("UNWIND range(1, 50) AS i MERGE (:Kept {v: i})")
+    time.sleep(1.5)  # appendfsync everysec
+    _kill_falkordb(running)
+
+    assert embedded.up(running, log=lambda _: None) is True
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_killed")
+    assert graph.query("MATCH (k:Kept) RETURN count(k), sum(k.v)").result_set == [[50, 1275]]
+
+
+def test_a_data_directory_from_before_the_log_keeps_its_graphs(running: TriBridConfig) -> None:
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_legacy")
+    graph.query("MERGE (:Kept {v: 11})")
+    assert embedded.down(running, log=lambda _: None) is True  # SIGTERM writes graph.rdb
+    data_dir = running.state_dir.resolve() / "falkordb"
+    shutil.rmtree(data_dir / "appendonlydir")  # what an older release left: graph.rdb alone
+    assert (data_dir / "graph.rdb").is_file()
+
+    assert embedded.up(running, log=lambda _: None) is True
+    assert (data_dir / "appendonlydir").is_dir()
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_legacy")
+    assert graph.query("MATCH (k:Kept) RETURN k.v").result_set == [[11]]
+    graph.query("MERGE (:Kept {v: 12})")
+    time.sleep(1.5)
+    _kill_falkordb(running)  # now from the log: both writes are there
+    assert embedded.up(running, log=lambda _: None) is True
+    graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_legacy")
+    assert graph.query("MATCH (k:Kept) RETURN k.v ORDER BY k.v").result_set == [[11], [12]]
+
+
 @pytest.mark.parametrize(
     ("busy_port", "env_var"),
     [(PG_PORT, "TRIBRID_POSTGRES__PORT"), (GRAPH_PORT, "TRIBRID_GRAPH_STORE__FALKORDB_PORT")],

@@ -523,6 +523,26 @@ async def test_a_corpus_of_an_older_index_format_is_redone_whole(stack: Stack, t
     assert again.message == "unchanged" and again.generation == redone.generation
 
 
+async def test_a_lost_graph_is_rebuilt_by_the_next_run_without_embedding(
+    stack: Stack, tmp_path: Path
+) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    first = await index(stack, stack.resources.embedder(), "reindex-lost", root)
+    before = await snapshot(stack, "reindex-lost")
+    # As if the graph store came back from a snapshot older than the corpus's last commit.
+    await stack.resources.graph().delete_corpus(graph_key("reindex-lost", first.generation))
+
+    embedder = RecordingEmbedder(stack.resources.embedder())
+    rebuilt = await index(stack, embedder, "reindex-lost", root)
+    assert rebuilt.message != "unchanged" and rebuilt.generation == first.generation + 1
+    assert embedder.texts == []  # every vector reused
+    after = await snapshot(stack, "reindex-lost")
+    assert after.chunks == before.chunks
+    assert after.relations == before.relations and after.counts == before.counts
+    assert (await index(stack, embedder, "reindex-lost", root)).message == "unchanged"
+
+
 async def test_rows_written_after_embedding_make_the_same_index(stack: Stack, tmp_path: Path) -> None:
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE_REPO, root)

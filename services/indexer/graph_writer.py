@@ -46,6 +46,12 @@ async def discard_uncommitted(store: GraphStore, corpus_id: str, committed: int)
         await store.delete_corpus(graph_key(corpus_id, committed - 1))
 
 
+async def generation_present(store: GraphStore, corpus_id: str, generation: int) -> bool:
+    """Whether the graph store holds a generation's graph (a corpus's graph has at least its
+    documents or definitions; one of no chunks has nothing to lose)."""
+    return (await store.counts(graph_key(corpus_id, generation)))["entities"] > 0
+
+
 async def drop_generation(store: GraphStore, corpus_id: str, generation: int) -> None:
     await store.delete_corpus(graph_key(corpus_id, generation))
 

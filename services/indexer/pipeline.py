@@ -351,7 +351,13 @@ class IndexPipeline:
         # graph behind, and a re-run of the same tree has nothing else to do.
         with counts.timed("graph"):
             await graph_writer.discard_uncommitted(self._graph, corpus_id, base)
-        changed = [f for f in files if old_hashes.get(f.path) != f.content_hash or not same_format]
+            # The graph store lost the committed graph (a store restored from an older snapshot,
+            # or emptied): rebuild it from every file, reusing the stored vectors.
+            graph_lost = committed is not None and not await graph_writer.generation_present(
+                self._graph, corpus_id, committed
+            )
+        rebuild = not same_format or graph_lost
+        changed = [f for f in files if old_hashes.get(f.path) != f.content_hash or rebuild]
         deleted = sorted(set(old_hashes) - {f.path for f in files})
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
         counts.generation = base
@@ -415,7 +421,7 @@ class IndexPipeline:
                     relations=relations,
                     replaced_files=[f.path for f in changed],
                     deleted_files=deleted,
-                    rebuild=not same_format,
+                    rebuild=rebuild,
                 ),
             )
         counts.entities, counts.relationships = len(entities), len(relations)

