@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -37,6 +38,7 @@ from tribrid.v1 import (
     graph_pb2_grpc,
     indexer_pb2,
     indexer_pb2_grpc,
+    legs_pb2,
 )
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -397,23 +399,32 @@ async def _search(
 def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
     table = Table(title=f"{query!r}: {len(reply.matches)} fused results ({reply.fusion_method})")
     techniques = ("techniques",) if reply.techniques else ()
-    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *techniques):
+    expanded = ("expanded from",) if any(m.expanded for m in reply.matches) else ()
+    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *techniques, *expanded):
         table.add_column(col, justify="right" if col in ("#", "score") else "left")
+    rank_of = {m.chunk_id: rank for rank, m in enumerate(reply.matches, start=1)}
     for rank, m in enumerate(reply.matches, start=1):
         legs = {
             e.leg: (f"#{e.rank} ({e.raw_score:.3f})" if e.rank else "-") for e in m.explain if not e.source
         }
         # the technique lists a match is in: "vector:hyde#1 sparse:multi_query:2#3"
-        found_by = " ".join(f"{source_name(e.leg)}:{e.source}#{e.rank}" for e in m.explain if e.source)
+        found_by = " ".join(
+            f"{source_name(e.leg)}:{e.source}#{e.rank}"
+            for e in m.explain
+            if e.source and e.leg != legs_pb2.LEG_EXPANSION
+        )
         table.add_row(
-            str(rank),
+            f"{rank}+" if m.expanded else str(rank),
             f"{m.score:.4f}",
             f"{m.file_path}:{m.start_line}-{m.end_line}",
             describe_match(m),
             *(legs.get(leg.value, "-") for leg in LEGS),
             *((found_by or "-",) if techniques else ()),
+            *((expansion_origin(m, rank_of),) if expanded else ()),
         )
     console.print(table)
+    if expanded:
+        console.print("+ added by graph expansion after fusion: no leg ranked it in the fused list")
     for t in reply.techniques:
         generated = "; ".join(t.generated)
         status = fusion_pb2.TechniqueStatus.Name(t.status).removeprefix("TECHNIQUE_STATUS_")
@@ -430,6 +441,26 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
     )
     console.print(f"legs: {reports}   partial={reply.partial}   took {reply.took_ms:.1f} ms")
     console.print(f"{query_reading(reply)}\n")
+
+
+def expansion_origin(match: common_pb2.ChunkMatch, rank_of: dict[str, int]) -> str:
+    """Where graph expansion reached a match from: the fused match and the path's edges."""
+    entry = next((e for e in match.explain if e.leg == legs_pb2.LEG_EXPANSION), None)
+    if entry is None:
+        return "-"
+    origin = f"#{rank_of[entry.source]}" if entry.source in rank_of else entry.source
+    path = list(entry.graph.path)
+    steps = []
+    for i, (kind, edge) in enumerate(
+        itertools.zip_longest(entry.graph.relationship_types, entry.graph.edges)
+    ):
+        if not kind:
+            continue
+        properties = _edge_text(edge) if edge is not None else ""
+        steps.append(f"{kind} ({properties})" if properties else kind)
+        if i + 2 < len(path):  # a node between two chunks: the entity the walk went through
+            steps.append(repr(path[i + 1]))
+    return f"{origin} via {' > '.join(steps) or 'the graph'} (graph score {entry.raw_score:.2f})"
 
 
 def query_reading(reply: fusion_pb2.FusionSearchResponse) -> str:
@@ -465,6 +496,9 @@ DEMO_DOCUMENT_QUERIES = (
     "which newsgroups are in the 20 newsgroups text dataset",
 )
 
+# With graph expansion: questions whose fused top 5 sit next to passages no leg ranked there.
+DEMO_EXPANSION_QUERIES = ("who donated the breast cancer wisconsin data",)
+
 
 @app.command()
 def demo() -> None:
@@ -496,11 +530,65 @@ def demo() -> None:
         raise _grpc_error(err) from None
     skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(last.skipped_by_reason.items())) or "none"
     console.print(
-        f"indexed: {last.files_seen} files, {last.chunks_total} chunks (skipped {skipped}) "
+        f"indexed: {last.files_seen} files, {last.chunks_total} chunks (skipped {skipped}), "
+        f"{last.named_entities} named entities, {last.relationships} relationships "
         f"in {time.monotonic() - started:.1f}s"
     )
     _demo_queries(cfg, "demo-docs", DEMO_DOCUMENT_QUERIES)
+    _demo_document_graph("demo-docs")
+    _demo_expansion(cfg, "demo-docs", DEMO_EXPANSION_QUERIES)
     print(json.dumps({"demo": "ok"}))
+
+
+def _demo_document_graph(corpus_id: str) -> None:
+    """The collection's graph: its most mentioned named entities, the relations of the first one
+    that has RELATED_TO edges (two steps out), and the path to the farthest entity it reaches."""
+    console.rule(f"the graph of '{corpus_id}': named entities, MENTIONS, RELATED_TO, SIMILAR_TO")
+    stats_request = graph_pb2.GraphStatsRequest(corpus_id=corpus_id, top_entities=30)
+    stats = _graph_call(lambda stub: stub.Stats(stats_request, timeout=_GRAPH_TIMEOUT_S))
+    shown = graph_pb2.GraphStatsResponse()
+    shown.CopyFrom(stats)
+    del shown.top_entities[8:]  # 8 shown; all 30 are tried below
+    _print_stats(shown, corpus_id)
+    for top in stats.top_entities:
+        entity = graph_pb2.EntityRef(entity_id=top.entity.entity_id)
+        request = graph_pb2.EntitySearchRequest(
+            corpus_id=corpus_id, entity=entity, relation="related_to", depth=2
+        )
+        found = _entity_search(request)
+        if found.relations:
+            break
+    else:
+        console.print("no named entity of this collection has RELATED_TO edges")
+        return
+    console.print(
+        f"tribrid graph entity {top.entity.name!r} --corpus {corpus_id} --relation related_to --depth 2"
+    )
+    _print_entity_search(found)
+    farthest = max(found.relations, key=lambda r: r.depth)
+    path_request = graph_pb2.PathBetweenRequest(
+        corpus_id=corpus_id, source=entity, target=graph_pb2.EntityRef(entity_id=farthest.target.entity_id)
+    )
+    path = _graph_call(lambda stub: stub.PathBetween(path_request, timeout=_GRAPH_TIMEOUT_S))
+    console.print(f"tribrid graph path {top.entity.name!r} {farthest.target.name!r} --corpus {corpus_id}")
+    _print_path(path, f"{top.entity.name} -> {farthest.target.name}")
+
+
+def _entity_search(request: graph_pb2.EntitySearchRequest) -> graph_pb2.EntitySearchResponse:
+    return _graph_call(lambda stub: stub.EntitySearch(request, timeout=_GRAPH_TIMEOUT_S))
+
+
+def _demo_expansion(cfg: TriBridConfig, corpus_id: str, queries: tuple[str, ...]) -> None:
+    """Searches with the graph-expansion stage on: the chunks it adds are marked with a +."""
+    console.rule(f"graph expansion on '{corpus_id}' (-o fusion.enable_expansion=true)")
+    for query in queries:
+        request = common_pb2.SearchRequest(corpus_id=corpus_id, query=query, top_k=5)
+        request.options.fusion.enable_expansion = True
+        try:
+            reply = asyncio.run(_search(cfg, request, 10.0))
+        except grpc.aio.AioRpcError as err:
+            raise _grpc_error(err) from None
+        print_results(query, reply)
 
 
 def _demo_documents_root() -> Path:
@@ -651,15 +739,21 @@ def graph_path(
     if not reply.found:
         console.print(f"no path from {source} to {target}" + (f" within {max_hops} hops" if max_hops else ""))
         return
-    table = Table("#", "entity", "type", "location", "next edge", title=f"{source} -> {target}")
+    _print_path(reply, f"{source} -> {target}")
+
+
+def _print_path(reply: graph_pb2.PathResponse, title: str) -> None:
+    table = Table("#", "entity", "type", "location", "next edge", title=title)
     steps = list(reply.relationship_types)
+    edges = list(reply.edges)
     for i, e in enumerate(reply.entities):
+        edge = _edge_text(edges[i]) if i < len(edges) else ""
         table.add_row(
             str(i),
             e.qualified_name or e.name,
             e.type,
             _location(e.file_path, e.start_line, e.end_line),
-            steps[i] if i < len(steps) else "",
+            (steps[i] + (f" ({edge})" if edge else "")) if i < len(steps) else "",
         )
     console.print(table)
 
@@ -719,6 +813,10 @@ def graph_entity(
     if as_json:
         _print_json(reply)
         return
+    _print_entity_search(reply)
+
+
+def _print_entity_search(reply: graph_pb2.EntitySearchResponse) -> None:
     title = f"{reply.entity.qualified_name or reply.entity.name}: {reply.total} relations"
     table = Table("depth", "from", "relation", "to", "edge", "what it is", title=title)
     for r in reply.relations:
@@ -801,6 +899,10 @@ def graph_stats(
     if as_json:
         _print_json(reply)
         return
+    _print_stats(reply, corpus)
+
+
+def _print_stats(reply: graph_pb2.GraphStatsResponse, corpus: str) -> None:
     table = Table("what", "count", title=f"graph of {corpus}")
     table.add_row("entities", str(reply.entities))
     for kind, count in sorted(reply.entities_by_type.items()):
