@@ -113,13 +113,15 @@ eval-sets-langs: install
 	$(PY) -m tribrid.eval.lang_sets
 
 # Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
+# SETS="faq-perl faq-sed": only those eval sets' questions (the document corpora).
 # NO_CACHE_WARM=1: a unique query per request (vector pays for every query embedding).
 LEG ?= fusion
 CONCURRENCY ?= 8
 DURATION ?= 20
 load: install
 	$(PY) -m bench.load --leg $(LEG) --concurrency $(CONCURRENCY) --duration $(DURATION) \
-		$(if $(filter 1,$(NO_CACHE_WARM)),--no-cache-warm,) $(if $(CORPUS),--corpus $(CORPUS),)
+		$(if $(filter 1,$(NO_CACHE_WARM)),--no-cache-warm,) $(if $(CORPUS),--corpus $(CORPUS),) \
+		$(if $(SETS),--sets $(SETS),)
 
 # NER precision/recall/F1 per type (PERSON, ORG, GPE) on the hand-labelled sample in evals/ner/;
 # writes evals/results/ner-latest.json and .png. Needs no stores.

@@ -46,11 +46,19 @@ EMBEDS = ("vector", GATEWAY)
 console = Console(width=max(Console().width, 120))
 
 
-def query_mix(sets_dir: Path, corpus: str | None) -> list[tuple[str, str]]:
-    """(corpus, query) pairs of every eval set, shuffled with a fixed seed."""
+def query_mix(sets_dir: Path, corpus: str | None, only: list[str] | None = None) -> list[tuple[str, str]]:
+    """(corpus, query) pairs of every eval set (or of the sets named in `only`), shuffled with a
+    fixed seed."""
     manifest = json.loads((sets_dir / "manifest.json").read_text())
+    unknown = sorted(set(only or ()) - set(manifest["sets"]))
+    if unknown:
+        raise SystemExit(
+            f"--sets: no eval set {', '.join(unknown)}; there are {', '.join(sorted(manifest['sets']))}"
+        )
     mix: list[tuple[str, str]] = []
     for name, info in sorted(manifest["sets"].items()):
+        if only and name not in only:
+            continue
         for line in (sets_dir / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
             if line.strip():
                 mix.append((corpus or str(info["corpus"]), str(json.loads(line)["query"])))
@@ -91,7 +99,7 @@ def percentile(sorted_values: list[float], p: float) -> float:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cfg = load_config()
     address: str = args.address or cfg.services.address(args.leg)
-    mix = query_mix(args.sets_dir, args.corpus)
+    mix = query_mix(args.sets_dir, args.corpus, args.sets)
     unique = args.no_cache_warm
     if unique:
         mix = [(c, q) for c, q in mix if " " in q]
@@ -245,13 +253,17 @@ def main() -> None:
         help="no warm-up pass; a unique query per request, so vector embedding is always computed",
     )
     parser.add_argument("--sets-dir", type=Path, default=SETS_DIR)
+    parser.add_argument(
+        "--sets", nargs="+", default=None, help="only these eval sets' queries, e.g. faq-perl faq-sed"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     result = asyncio.run(run(args))
     report(result)
     args.out.mkdir(parents=True, exist_ok=True)
     mode = "cold" if args.no_cache_warm else "warm"
-    stem = f"load-{args.leg}-{mode}-c{args.concurrency}"
+    scope = f"-{'+'.join(args.sets)}" if args.sets else ""
+    stem = f"load-{args.leg}{scope}-{mode}-c{args.concurrency}"
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1))
     histogram(result, args.out / f"{stem}.png")
     console.print(f"wrote {args.out / (stem + '.json')} and {stem}.png")
