@@ -75,10 +75,16 @@ fuzz: install
 bench-index: up
 	$(PY) -m bench.bench_index $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
 
+.PHONY: bench-docgraph bench-docsearch
 # SIMILAR_TO for 10k chunks: the exact kNN join and the write to an embedded FalkorDB.
-.PHONY: bench-docgraph
 bench-docgraph: install
 	$(PY) -m bench.bench_document_graph
+
+# The graph leg's document search and expansion, p50/p99, read from memory and from FalkorDB, on a
+# synthetic graph of 3,000 chunks and 1,000 named entities (bench/bench_document_search.py).
+# Self-contained: its own stores under /tmp/tribrid-bench-docsearch.
+bench-docsearch: install
+	$(PY) -m bench.bench_document_search
 
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
