@@ -14,6 +14,8 @@ from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity, Relation
 from tribrid.stores.postgres import committed, corpus_generation
 from tribrid.v1 import graph_pb2, graph_pb2_grpc
+from tribrid.v1.indexer_pb2 import DeleteCorpusRequest
+from tribrid.v1.indexer_pb2_grpc import IndexerStub
 
 KNOWLEDGE = Path(__file__).parent / "fixtures" / "knowledge"
 
@@ -66,7 +68,9 @@ async def test_document_nodes_and_edges_follow_the_documents(stack: Stack, tmp_p
     root = tmp_path / "docs"
     shutil.copytree(KNOWLEDGE, root)
     corpus_id = "docgraph_incremental"
-    await index_corpus(stack, corpus_id, root)
+    async with stack.channel("indexer") as channel:  # a fresh run: it reports what it merged
+        await IndexerStub(channel).DeleteCorpus(DeleteCorpusRequest(corpus_id=corpus_id))
+    progress = await index_corpus(stack, corpus_id, root)
     entities, relations = await document_graph(stack, corpus_id)
     pool = await stack.resources.pool()
     rows = await pool.fetch(
@@ -87,6 +91,10 @@ async def test_document_nodes_and_edges_follow_the_documents(stack: Stack, tmp_p
     named = {e.name: e for e in entities if e.type in stack.cfg.entities.types.values()}
     assert named["Roald Amundsen"].type == "person" and "Amundsen" in named["Roald Amundsen"].aliases
     assert named["Oslo"].type == "location"
+    # the run reports the named entities and the names it folded into longer ones ("Amundsen")
+    assert progress.named_entities == len(named)
+    aliases = sum(len(e.aliases) for e in named.values())
+    assert 1 <= progress.named_entities_merged <= aliases
     mentions = [r for r in relations if r.type == "mentions"]
     amundsen = named["Roald Amundsen"].entity_id
     mentioning = {r.source_id for r in mentions if r.target_id == amundsen}

@@ -288,6 +288,10 @@ def index(
         f"({last.chunks_embedded} embedded), {last.entities} entities, {last.relationships} relationships, "
         f"generation {last.generation}, {last.elapsed_s:.1f}s"
     )
+    if last.named_entities:
+        console.print(
+            f"named entities: {last.named_entities} ({last.named_entities_merged} names merged into a longer one)"
+        )
 
 
 async def _index(cfg: TriBridConfig, path: Path, corpus: str) -> indexer_pb2.IndexProgress:
@@ -531,7 +535,8 @@ def demo() -> None:
     skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(last.skipped_by_reason.items())) or "none"
     console.print(
         f"indexed: {last.files_seen} files, {last.chunks_total} chunks (skipped {skipped}), "
-        f"{last.named_entities} named entities, {last.relationships} relationships "
+        f"{last.named_entities} named entities ({last.named_entities_merged} names merged into a longer one), "
+        f"{last.relationships} relationships "
         f"in {time.monotonic() - started:.1f}s"
     )
     _demo_queries(cfg, "demo-docs", DEMO_DOCUMENT_QUERIES)

@@ -97,6 +97,7 @@ class _Counts:
     communities: int = 0
     unresolved_references: int = 0
     named_entities: int = 0
+    named_entities_merged: int = 0
     generation: int = 0
     syntax_errors: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
@@ -133,6 +134,7 @@ class _Counts:
             unresolved_references=self.unresolved_references,
             chunks_reused=self.chunks_reused,
             named_entities=self.named_entities,
+            named_entities_merged=self.named_entities_merged,
         )
 
 
@@ -485,6 +487,9 @@ class IndexPipeline:
             entities += named.entities
             relations += named.mentions + named.related
             counts.named_entities = len(named.entities)
+            counts.named_entities_merged = len(named.merges)
+            for merge in named.merges:
+                log.info("entities: %s %r merged into %r", merge.type, merge.name, merge.into)
         return entities, relations
 
     async def _parse_and_embed(
@@ -559,6 +564,9 @@ class IndexPipeline:
         graph_counts = await self._graph.counts(graph_key(corpus_id, generation))
         counts.entities = graph_counts.get("entities", 0)
         counts.relationships = graph_counts.get("relationships", 0)
+        counts.named_entities = sum(
+            graph_counts.get(f"entities.{type_}", 0) for type_ in set(self._cfg.entities.types.values())
+        )
         counts.communities = await self._graph.community_count(graph_key(corpus_id, generation))
         stored = await self._graph.unresolved_refs(graph_key(corpus_id, generation))
         counts.unresolved_references = sum(len(refs) for refs in stored.values())
