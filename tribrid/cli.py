@@ -290,7 +290,8 @@ def index(
     )
     if last.named_entities:
         console.print(
-            f"named entities: {last.named_entities} ({last.named_entities_merged} names merged into a longer one)"
+            f"named entities: {last.named_entities}"
+            f" ({last.named_entities_merged} names merged into a longer one)"
         )
 
 
@@ -535,7 +536,8 @@ def demo() -> None:
     skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(last.skipped_by_reason.items())) or "none"
     console.print(
         f"indexed: {last.files_seen} files, {last.chunks_total} chunks (skipped {skipped}), "
-        f"{last.named_entities} named entities ({last.named_entities_merged} names merged into a longer one), "
+        f"{last.named_entities} named entities"
+        f" ({last.named_entities_merged} names merged into a longer one), "
         f"{last.relationships} relationships "
         f"in {time.monotonic() - started:.1f}s"
     )
