@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import itertools
 import json
 import shutil
@@ -34,6 +33,7 @@ import grpc
 from rich.console import Console
 from rich.table import Table
 
+from bench import click_corpus
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
@@ -54,20 +54,6 @@ RESULTS = REPO_ROOT / "bench" / "results"
 CORPUS = "bench-techniques"
 console = Console(width=max(Console().width, 120))
 
-QUERIES = [
-    "parse command line options",
-    "prompt the user for confirmation",
-    "how are environment variables read for options",
-    "progress bar rendering",
-    "shell completion for bash",
-    "wrap text to a width",
-    "convert a value to an integer type",
-    "open a file lazily",
-    "BadParameter",
-    "who calls echo",
-    "format the help page",
-    "invoke a sub command",
-]
 MODES: dict[str, list[str]] = {
     "off": [],
     "hyde": ["hyde"],
@@ -120,7 +106,7 @@ async def _measure(
     took: dict[str, list[float]] = {mode: [] for mode in MODES}
     ended: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
     for _ in range(rounds):
-        for query in QUERIES:
+        for query in click_corpus.QUERIES:
             for mode, techniques in MODES.items():
                 request = common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=10)
                 request.options.fusion.techniques.extend(techniques)
@@ -195,7 +181,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "corpus": str(args.path),
         "budget_ms": args.budget_ms,
-        "queries": len(QUERIES),
+        "queries": len(click_corpus.QUERIES),
         "instant": summary(instant, instant_ended),
         "hanging": summary(hanging, hanging_ended),
     }
@@ -242,8 +228,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 def main() -> None:
-    click_dir = importlib.util.find_spec("click")
-    default_path = Path(click_dir.origin).parent if click_dir and click_dir.origin else REPO_ROOT / "tests"
+    default_path = click_corpus.default_root()
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

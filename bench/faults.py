@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import itertools
 import json
 import time
@@ -37,6 +36,7 @@ import grpc
 from rich.console import Console
 from rich.table import Table
 
+from bench import click_corpus
 from bench.procstack import ProcessStack, stack_config
 from tribrid.config import REPO_ROOT
 from tribrid.legs import LEG_NAMES, source_name
@@ -47,20 +47,6 @@ RESULTS = REPO_ROOT / "bench" / "results"
 CORPUS = "faults-click"
 console = Console(width=max(Console().width, 140))
 
-QUERIES = [
-    "parse command line options",
-    "prompt the user for confirmation",
-    "how are environment variables read for options",
-    "progress bar rendering",
-    "shell completion for bash",
-    "wrap text to a width",
-    "convert a value to an integer type",
-    "open a file lazily",
-    "BadParameter",
-    "who calls echo",
-    "format the help page",
-    "invoke a sub command",
-]
 OK = fusion_pb2.LEG_STATUS_OK
 
 
@@ -95,7 +81,7 @@ class GatewayLoad:
     async def __aenter__(self) -> GatewayLoad:
         self._channel = grpc.aio.insecure_channel(self.address)
         search = fusion_pb2_grpc.FusionStub(self._channel).Search
-        queries = itertools.cycle(QUERIES)
+        queries = itertools.cycle(click_corpus.QUERIES)
         # Each query gets a word never seen before: the graph leg keeps the seed lookups of words it
         # has met in memory, so only a new word is a question for the graph database.
         nonces = itertools.count(1)
@@ -303,8 +289,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 def main() -> None:
-    click_dir = importlib.util.find_spec("click")
-    default_path = Path(click_dir.origin).parent if click_dir and click_dir.origin else REPO_ROOT / "tests"
+    default_path = click_corpus.default_root()
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 from collections import Counter
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench import click_corpus
 from bench.faults import CORPUS, GatewayLoad
 from bench.load import percentile
 from bench.procstack import SERVICE_NAMES, ProcessStack, process_rss_mb, stack_config
@@ -209,8 +209,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 def main() -> None:
-    click_dir = importlib.util.find_spec("click")
-    default_path = Path(click_dir.origin).parent if click_dir and click_dir.origin else REPO_ROOT / "tests"
+    default_path = click_corpus.default_root()
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
