@@ -5,16 +5,14 @@ orphan chunks, postings, entities or edges, and PostgreSQL and the graph agree (
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
-import signal
-import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from services.indexer.consistency import Consistency, check_corpus, falkordb_graph_keys
 from tests.conftest import FIXTURE_REPO, Stack, index_corpus
-from tests.test_reindex import worker_env
-from tribrid.config import REPO_ROOT
+from tests.index_worker import killed_run
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
@@ -52,34 +50,13 @@ async def delete(stack: Stack, *corpora: str) -> None:
             )
 
 
-async def killed_run(stack: Stack, corpus_id: str, root: Path, phase: str, nth: int) -> list[str]:
-    """An index run in its own process, SIGKILLed when its `nth` event of `phase` arrives; the
-    phases it reported."""
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.index_worker",
-        corpus_id,
-        str(root),
-        cwd=REPO_ROOT,
-        env=worker_env(stack.cfg),
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert worker.stdout is not None
-    phases: list[str] = []
-    try:
-        async with asyncio.timeout(120):
-            while line := await worker.stdout.readline():
-                phases.append(json.loads(line)["phase"])
-                if phases.count(phase) == nth:
-                    worker.send_signal(signal.SIGKILL)
-                    break
-    finally:
-        if worker.returncode is None:
-            worker.kill()
-        await worker.wait()
-    assert worker.returncode == -signal.SIGKILL, f"the run ended by itself after {phases}"
-    return phases
+def at_nth(phase: str, nth: int) -> Callable[[dict[str, Any], list[str]], Awaitable[bool]]:
+    """Kill when the `nth` event of `phase` arrives."""
+
+    async def kill_at(event: dict[str, Any], phases: list[str]) -> bool:
+        return phases.count(phase) == nth
+
+    return kill_at
 
 
 async def test_runs_killed_then_rerun_leave_the_stores_consistent(stack: Stack, tmp_path: Path) -> None:
@@ -94,7 +71,10 @@ async def test_runs_killed_then_rerun_leave_the_stores_consistent(stack: Stack, 
 
     # The three runs at once (their process start-up is most of their time), each killed at its point.
     reported = await asyncio.gather(
-        *(killed_run(stack, c, roots[c], phase, nth) for c, (phase, nth) in KILL_POINTS.items())
+        *(
+            killed_run(stack.cfg, c, roots[c], at_nth(phase, nth), 120)
+            for c, (phase, nth) in KILL_POINTS.items()
+        )
     )
     for (phase, _), phases in zip(KILL_POINTS.values(), reported, strict=True):
         assert phases[-1] == phase

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import shutil
-import signal
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -19,7 +16,7 @@ import pytest
 from services.indexer.pg_writer import run_lock
 from services.indexer.pipeline import INDEX_FORMAT, IndexPipeline
 from tests.conftest import FIXTURE_REPO, Stack, index_corpus
-from tribrid.config import REPO_ROOT, TriBridConfig
+from tests.index_worker import killed_run
 from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
@@ -216,18 +213,6 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     assert "shelves" in old_stats and "shelves" not in new_stats  # a word only the deleted file had
 
 
-def worker_env(cfg: TriBridConfig) -> dict[str, str]:
-    return {
-        **os.environ,
-        "TRIBRID_STATE_DIR": str(cfg.state_dir),
-        "TRIBRID_POSTGRES__PORT": str(cfg.postgres.port),
-        "TRIBRID_POSTGRES__DATABASE": cfg.postgres.database,
-        "TRIBRID_GRAPH_STORE__FALKORDB_PORT": str(cfg.graph_store.falkordb_port),
-        "TRIBRID_GRAPH_STORE__GRAPH_PREFIX": cfg.graph_store.graph_prefix,
-        "TRIBRID_EMBEDDING__NUM_THREADS": "1",
-    }
-
-
 async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
     stack: Stack, tmp_path: Path
 ) -> None:
@@ -243,33 +228,15 @@ async def test_killed_index_run_leaves_previous_generation_and_rerun_completes(
     for n in range(60):
         body = "\n\n".join(f"def helper_{n}_{i}(x: int) -> int:\n    return x * {i} + {n}" for i in range(12))
         (root / "shop" / f"generated_{n}.py").write_text(body + "\n")
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.index_worker",
-        corpus_id,
-        str(root),
-        cwd=REPO_ROOT,
-        env=worker_env(stack.cfg),
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert worker.stdout is not None
-    phases: list[str] = []
-    try:
-        async with asyncio.timeout(240):
-            while line := await worker.stdout.readline():
-                event = json.loads(line)
-                phases.append(event["phase"])
-                # Killed once its first embedded batch is in PostgreSQL, hidden as the next generation.
-                if event["phase"] == "embedding" and event.get("chunksEmbedded", 0) > 0:
-                    await wait_for_hidden_rows(stack, corpus_id, before.generation)
-                    worker.send_signal(signal.SIGKILL)
-                    break
-    finally:
-        if worker.returncode is None:
-            worker.kill()
-        await worker.wait()
-    assert worker.returncode == -signal.SIGKILL, f"worker ended by itself after phases {phases}"
+
+    async def after_first_batch(event: dict[str, Any], phases: list[str]) -> bool:
+        # Killed once its first embedded batch is in PostgreSQL, hidden as the next generation.
+        if event["phase"] == "embedding" and event.get("chunksEmbedded", 0) > 0:
+            await wait_for_hidden_rows(stack, corpus_id, before.generation)
+            return True
+        return False
+
+    await killed_run(stack.cfg, corpus_id, root, after_first_batch, 240)
 
     # A half-built next generation in the graph, as a run killed while writing it would leave.
     store = stack.resources.graph()
