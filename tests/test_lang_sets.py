@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from tribrid.eval.lang_sets import (
+    CODE_BASES,
     PHRASINGS,
     WORK_DIR,
     Extracted,
@@ -182,7 +183,8 @@ def test_javac_tree_api_reports_definitions_call_sites_and_bases(tmp_path: Path)
 def test_questions_ask_names_defined_once_in_every_phrasing(tmp_path: Path) -> None:
     (tmp_path / "shop").mkdir()
     (tmp_path / "shop" / "Basket.java").write_text(textwrap.dedent(SHOP_JAVA).lstrip("\n"))
-    items = build_set(java_definitions(tmp_path, WORK_DIR), random.Random(0))
+    java_net_http = next(c for c in CODE_BASES if c.corpus == "unseen-java-net-http")
+    items = build_set(java_net_http, java_definitions(tmp_path, WORK_DIR), random.Random(0))
     by_id = {item["id"]: item for item in items}
     fill = {"path": "shop/Basket.java", "start_line": 20, "end_line": 24}
     for family, template in PHRASINGS["callers"]:

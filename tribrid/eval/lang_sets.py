@@ -1,9 +1,7 @@
-"""Structural sets from a TypeScript and a Java code base, ground truth from their own parsers.
+"""Structural sets from TypeScript and Java code bases, ground truth from their own parsers.
 
     make eval-sets-langs                     # installs typescript into .state/, fetches, writes the sets
     .venv/bin/python -m tribrid.eval.lang_sets [--sets-dir DIR] [--work-dir DIR]
-
-Two code bases this project never tuned on, both held out (HELD_OUT): nothing may be tuned on them.
 
 * `unseen-rxjs`: the TypeScript sources that the npm package `rxjs` ships (`src/`, 251 files),
   fetched with `npm pack rxjs@<version>`. Read by evals/tools/ts_callsites.js with the
@@ -11,12 +9,17 @@ Two code bases this project never tuned on, both held out (HELD_OUT): nothing ma
 * `unseen-java-net-http`: the `java.net.http` module (the JDK's HTTP client, 144 files) from
   Debian's `openjdk-17-source` (`apt-get download` of the pinned version, its src.zip). Read by
   evals/tools/JavaCallSites.java with javac's tree API (parse only), compiled into <work>/tools.
+* `unseen-mobx` (npm `mobx`, `src/`) and `unseen-jdk-jshell` (the JDK's `jdk.jshell` module, from
+  the same src.zip), read the same way.
+
+rxjs and java.net.http were held out until session 8, which tuned on them; mobx and jdk.jshell
+replaced them as the held-out code bases (HELD_OUT), asked in the wordings nobody tuned on
+(unseen_sets.REWORDED_PHRASINGS). Nothing may be tuned on a held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
 constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
 class's bases (`extends`; in Java `implements` too). The questions are built as for the Python
-unseen sets (tribrid.eval.unseen_sets.build_questions: only names defined once, 1..15 answers),
-in every phrasing of PHRASINGS, which adds the issue's families to the Python sets' table.
+unseen sets (tribrid.eval.unseen_sets.build_questions: only names defined once, 1..15 answers).
 """
 
 from __future__ import annotations
@@ -45,10 +48,10 @@ TOOLS_DIR = REPO_ROOT / "evals" / "tools"
 SEED = 20261124
 TYPESCRIPT_VERSION = "5.9.3"
 RXJS_VERSION = "7.8.2"
+MOBX_VERSION = "6.16.1"
 JDK_SOURCE_PACKAGE = "openjdk-17-source"
 JDK_SOURCE_VERSION = "17.0.19+10-1~deb12u2"
-JDK_MODULE = "java.net.http"
-HELD_OUT = ("unseen-rxjs", "unseen-java-net-http")
+HELD_OUT = ("unseen-mobx", "unseen-jdk-jshell")
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".
@@ -147,34 +150,42 @@ def java_definitions(root: Path, work_dir: Path = WORK_DIR) -> Extracted:
 # --- the code bases -------------------------------------------------------------------------------
 
 
-def fetch_rxjs(target: Path, downloads: Path) -> None:
-    """rxjs's shipped TypeScript sources (`package/src/`) into target/rxjs/."""
-    downloads.mkdir(parents=True, exist_ok=True)
-    tarball = downloads / f"rxjs-{RXJS_VERSION}.tgz"
-    if not tarball.is_file():
-        subprocess.run(
-            ["npm", "pack", f"rxjs@{RXJS_VERSION}"], cwd=downloads, check=True, capture_output=True
-        )
-    prefix = "package/src/"
-    with tarfile.open(tarball) as archive, tempfile.TemporaryDirectory() as tmp:
-        members = [m for m in archive.getmembers() if m.isfile() and m.name.startswith(prefix)]
-        archive.extractall(tmp, members=members, filter="data")
-        shutil.copytree(Path(tmp) / prefix, target / "rxjs")
+def fetch_npm_sources(package: str, version: str) -> Callable[[Path, Path], None]:
+    """A fetcher of the TypeScript sources an npm package ships (`package/src/`) into target/<package>/."""
+
+    def fetch(target: Path, downloads: Path) -> None:
+        downloads.mkdir(parents=True, exist_ok=True)
+        tarball = downloads / f"{package}-{version}.tgz"
+        if not tarball.is_file():
+            subprocess.run(
+                ["npm", "pack", f"{package}@{version}"], cwd=downloads, check=True, capture_output=True
+            )
+        prefix = "package/src/"
+        with tarfile.open(tarball) as archive, tempfile.TemporaryDirectory() as tmp:
+            members = [m for m in archive.getmembers() if m.isfile() and m.name.startswith(prefix)]
+            archive.extractall(tmp, members=members, filter="data")
+            shutil.copytree(Path(tmp) / prefix, target / package)
+
+    return fetch
 
 
-def fetch_java_net_http(target: Path, downloads: Path) -> None:
-    """The JDK's java.net.http module sources, from Debian's openjdk-17-source, into target/."""
-    downloads.mkdir(parents=True, exist_ok=True)
-    deb = downloads / f"{JDK_SOURCE_PACKAGE}_{JDK_SOURCE_VERSION.replace(':', '%3a')}_all.deb"
-    if not deb.is_file():
-        spec = f"{JDK_SOURCE_PACKAGE}={JDK_SOURCE_VERSION}"
-        subprocess.run(["apt-get", "download", spec], cwd=downloads, check=True, capture_output=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
-        (src_zip,) = Path(tmp).glob("usr/lib/jvm/*/lib/src.zip")
-        with zipfile.ZipFile(src_zip) as archive:
-            names = [n for n in archive.namelist() if n.startswith(f"{JDK_MODULE}/") and n.endswith(".java")]
-            archive.extractall(target, members=names)
+def fetch_jdk_module(module: str) -> Callable[[Path, Path], None]:
+    """A fetcher of one JDK module's sources, from Debian's openjdk-17-source, into target/<module>/."""
+
+    def fetch(target: Path, downloads: Path) -> None:
+        downloads.mkdir(parents=True, exist_ok=True)
+        deb = downloads / f"{JDK_SOURCE_PACKAGE}_{JDK_SOURCE_VERSION.replace(':', '%3a')}_all.deb"
+        if not deb.is_file():
+            spec = f"{JDK_SOURCE_PACKAGE}={JDK_SOURCE_VERSION}"
+            subprocess.run(["apt-get", "download", spec], cwd=downloads, check=True, capture_output=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+            (src_zip,) = Path(tmp).glob("usr/lib/jvm/*/lib/src.zip")
+            with zipfile.ZipFile(src_zip) as archive:
+                names = [n for n in archive.namelist() if n.startswith(f"{module}/") and n.endswith(".java")]
+                archive.extractall(target, members=names)
+
+    return fetch
 
 
 @dataclass(frozen=True)
@@ -185,24 +196,48 @@ class CodeBase:
     reference: str  # the parser the ground truth comes from
     fetch: Callable[[Path, Path], None]
     parse: Callable[[Path, Path], Extracted]
+    phrasings: dict[str, tuple[tuple[str, str], ...]]
 
 
+TYPESCRIPT_REFERENCE = f"TypeScript {TYPESCRIPT_VERSION} compiler API"
+JAVA_REFERENCE = "javac's tree API (parse only)"
+JDK_PACKAGE = f"{JDK_SOURCE_PACKAGE} (Debian), module"
 CODE_BASES = (
     CodeBase(
         "unseen-rxjs",
         "rxjs (npm)",
         RXJS_VERSION,
-        f"TypeScript {TYPESCRIPT_VERSION} compiler API",
-        fetch_rxjs,
+        TYPESCRIPT_REFERENCE,
+        fetch_npm_sources("rxjs", RXJS_VERSION),
         typescript_definitions,
+        PHRASINGS,
     ),
     CodeBase(
         "unseen-java-net-http",
-        f"{JDK_SOURCE_PACKAGE} (Debian), module {JDK_MODULE}",
+        f"{JDK_PACKAGE} java.net.http",
         JDK_SOURCE_VERSION,
-        "javac's tree API (parse only)",
-        fetch_java_net_http,
+        JAVA_REFERENCE,
+        fetch_jdk_module("java.net.http"),
         java_definitions,
+        PHRASINGS,
+    ),
+    CodeBase(
+        "unseen-mobx",
+        "mobx (npm)",
+        MOBX_VERSION,
+        TYPESCRIPT_REFERENCE,
+        fetch_npm_sources("mobx", MOBX_VERSION),
+        typescript_definitions,
+        unseen_sets.REWORDED_PHRASINGS,
+    ),
+    CodeBase(
+        "unseen-jdk-jshell",
+        f"{JDK_PACKAGE} jdk.jshell",
+        JDK_SOURCE_VERSION,
+        JAVA_REFERENCE,
+        fetch_jdk_module("jdk.jshell"),
+        java_definitions,
+        unseen_sets.REWORDED_PHRASINGS,
     ),
 )
 SET_NAMES = tuple(code_base.corpus for code_base in CODE_BASES)
@@ -222,8 +257,8 @@ def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
     return dirs
 
 
-def build_set(extracted: Extracted, rng: random.Random) -> list[dict[str, Any]]:
-    return build_questions(extracted.defs, extracted.calls, extracted.bases, rng, PHRASINGS)
+def build_set(code_base: CodeBase, extracted: Extracted, rng: random.Random) -> list[dict[str, Any]]:
+    return build_questions(extracted.defs, extracted.calls, extracted.bases, rng, code_base.phrasings)
 
 
 def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int]:
@@ -233,14 +268,17 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
     counts: dict[str, int] = {}
     dirs = corpus_dirs(work_dir)
     for code_base in CODE_BASES:
-        items = build_set(code_base.parse(dirs[code_base.corpus], work_dir), random.Random(SEED))
+        extracted = code_base.parse(dirs[code_base.corpus], work_dir)
+        items = build_set(code_base, extracted, random.Random(SEED))
         write_jsonl(sets_dir / f"{code_base.corpus}.jsonl", items)
         manifest["sets"][code_base.corpus] = {"corpus": code_base.corpus, "queries": len(items)}
         manifest["packages"][code_base.package] = code_base.version
         counts[code_base.corpus] = len(items)
-    manifest["packages"]["typescript (ground truth of unseen-rxjs)"] = TYPESCRIPT_VERSION
+    manifest["packages"].pop("typescript (ground truth of unseen-rxjs)", None)
+    manifest["packages"].pop("javac (ground truth of unseen-java-net-http)", None)
+    manifest["packages"]["typescript (ground truth of the TypeScript sets)"] = TYPESCRIPT_VERSION
     javac = subprocess.run(["javac", "-version"], capture_output=True, text=True, check=True)
-    manifest["packages"]["javac (ground truth of unseen-java-net-http)"] = javac.stdout.split()[-1]
+    manifest["packages"]["javac (ground truth of the Java sets)"] = javac.stdout.split()[-1]
     unseen_sets.register_held_out(manifest, SET_NAMES, HELD_OUT)
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return counts

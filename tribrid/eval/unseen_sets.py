@@ -12,6 +12,11 @@ family of wordings that the question reader misses shows up on its own line. `ri
 used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
+
+REWORDED_PHRASINGS is a second table of wordings, written (session 8) by a helper that had never
+seen the question reader or any set; it was committed before any change made to the reader that
+session, and the sets asked in it are all held out: the held-out code bases of lang_sets, and
+`unseen-starlette-reworded` (the held-out starlette corpus, asked in these wordings only).
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from tribrid.config import REPO_ROOT
 from tribrid.eval.build_sets import SETS_DIR, module_name, write_jsonl
 
 LIBRARIES = ("anyio", "starlette")  # jinja2: its _identifier.py breaks sparse indexing (see the report)
-HELD_OUT = ("unseen-starlette",)
+# a set asked in REWORDED_PHRASINGS only -> the library whose corpus it searches
+REWORDED_SETS = {"unseen-starlette-reworded": "starlette"}
+HELD_OUT = ("unseen-starlette", *REWORDED_SETS)
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -56,6 +63,40 @@ PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("noun", "subclasses of {x}"),
         ("relative", "classes that inherit from {x}"),
         ("derived", "classes derived from {x}"),
+    ),
+}
+
+# Wordings nobody tuned the question reader on (see the module's docstring), verbatim.
+REWORDED_PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("keyword", "{x} call sites"),
+        ("full-question", "Which functions call {x}?"),
+        ("imperative", "Show me every place that invokes {x}"),
+        ("passive-q", "Where is {x} being invoked from?"),
+        ("gerund", "finding all callers of {x}"),
+        ("noun-phrase", "incoming calls to {x}"),
+        ("casual", "anything calling {x} in here?"),
+        ("terse", "callers: {x}"),
+    ),
+    "callees": (
+        ("keyword", "{x} outgoing calls"),
+        ("full-question", "Which functions does {x} invoke?"),
+        ("imperative", "Show me the methods called inside {x}"),
+        ("passive-q", "What gets called when {x} runs?"),
+        ("gerund", "listing the calls made by {x}"),
+        ("noun-phrase", "functions invoked from within {x}"),
+        ("casual", "what's {x} calling under the hood?"),
+        ("terse", "callees: {x}"),
+    ),
+    "subclasses": (
+        ("keyword", "{x} implementations"),
+        ("full-question", "Which classes extend {x}?"),
+        ("imperative", "Show all classes that implement {x}"),
+        ("passive-q", "What classes is {x} inherited by?"),
+        ("gerund", "finding every class inheriting from {x}"),
+        ("noun-phrase", "child classes of {x}"),
+        ("casual", "anything subclassing {x}?"),
+        ("terse", "subclasses: {x}"),
     ),
 }
 
@@ -137,11 +178,13 @@ def base_names(cls: Def) -> set[str]:
     return names
 
 
-def build_set(root: Path, rng: random.Random) -> list[dict[str, Any]]:
+def build_set(
+    root: Path, rng: random.Random, phrasings: dict[str, tuple[tuple[str, str], ...]] = PHRASINGS
+) -> list[dict[str, Any]]:
     defs = definitions(root)
     calls = {fn.qualname: called_names(fn) for fn in defs if fn.kind == "function"}
     bases = {cls.qualname: base_names(cls) for cls in defs if cls.kind == "class"}
-    return build_questions(defs, calls, bases, rng, PHRASINGS)
+    return build_questions(defs, calls, bases, rng, phrasings)
 
 
 def build_questions(
@@ -221,7 +264,8 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
     manifest_path = sets_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     counts: dict[str, int] = {}
-    for corpus, root in corpus_dirs(work_dir).items():
+    dirs = corpus_dirs(work_dir)
+    for corpus, root in dirs.items():
         items = build_set(root, random.Random(SEED))
         write_jsonl(sets_dir / f"{corpus}.jsonl", items)
         manifest["sets"][corpus] = {"corpus": corpus, "queries": len(items)}
@@ -229,6 +273,12 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
             corpus.removeprefix("unseen-")
         )
         counts[corpus] = len(items)
+    for name, library in REWORDED_SETS.items():
+        corpus = f"unseen-{library}"
+        items = build_set(dirs[corpus], random.Random(SEED), REWORDED_PHRASINGS)
+        write_jsonl(sets_dir / f"{name}.jsonl", items)
+        manifest["sets"][name] = {"corpus": corpus, "queries": len(items)}
+        counts[name] = len(items)
     register_held_out(manifest, tuple(counts), HELD_OUT)
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return counts
