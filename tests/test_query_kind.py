@@ -106,6 +106,11 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ("callers", "possessive", ["parse_args's callers", "Session\u2019s usages"]),
     ("callers", "depends on", ["what depends on Session", "which modules rely on retry"]),
     (
+        "callers",
+        "participle",
+        ["functions calling parse_args", "code using Session", "methods invoking flush"],
+    ),
+    (
         "callees",
         "verb question",
         ["what does parse_args call", "which functions does Session use", "what does flush invoke"],
@@ -119,6 +124,11 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ("callees", "imperative", ["find what parse_args calls", "list the callees of flush"]),
     ("callees", "possessive", ["parse_args's callees", "flush's dependencies"]),
     ("callees", "depends on", ["what does Session depend on", "parse_args depends on"]),
+    (
+        "callees",
+        "reduced relative clause",
+        ["list the functions parse_args calls", "the methods Session uses", "functions flush depends on"],
+    ),
     (
         "members",
         "noun phrase",
@@ -153,6 +163,12 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
         ["who extends BaseTransport", "what inherits from Widget", "which classes subclass Protocol"],
     ),
     ("subclasses", "passive", ["is BaseTransport subclassed", "where is Widget extended"]),
+    (
+        "subclasses",
+        "participle",
+        ["classes extending Widget", "types implementing Protocol", "classes inheriting from BaseTransport"],
+    ),
+    ("subclasses", "what-class question", ["what class extends Widget", "what types implement Protocol"]),
     ("subclasses", "possessive", ["BaseTransport's subclasses", "Widget\u2019s descendants"]),
     (
         "subclasses",
@@ -168,6 +184,11 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ("bases", "passive", ["what is Client derived from", "what is Widget a subclass of"]),
     ("bases", "possessive", ["Client's base classes", "Widget's superclass"]),
     (
+        "bases",
+        "reduced relative clause",
+        ["the classes Client extends", "interfaces Widget implements", "classes Session inherits from"],
+    ),
+    (
         "importers",
         "verb question",
         ["what imports utils", "which modules import config", "who imports the module settings"],
@@ -175,6 +196,7 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ("importers", "noun phrase", ["importers of utils", "utils importers"]),
     ("importers", "relative clause", ["files that import config", "modules which require settings"]),
     ("importers", "passive", ["where is config imported"]),
+    ("importers", "participle", ["modules importing utils", "files requiring config"]),
 ]
 
 
@@ -198,6 +220,8 @@ def test_phrasing_families(intent: str, query: str) -> None:
         "the user interface of the settings page",
         "called",  # a lone word is a name here, not a question
         "shop checkout total",
+        "read the config files using the default encoding",
+        "the types we need for the parser",
     ],
 )
 def test_prose_is_not_read_as_a_structural_question(query: str) -> None:

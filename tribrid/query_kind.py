@@ -38,8 +38,20 @@ WORDS: dict[str, str] = {
     ),
     "call": r"(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|us(?:e|es|ed|ing)|referenc(?:e|es|ed|ing))",
     "callers": (
-        r"(?:callers?|usages?|uses|users?|references?|call[- ]?sites?|invocations?|invokers?"
+        r"(?:callers?|usages?|uses|references?|call[- ]?sites?|invocations?|invokers?"
         r"|consumers?|calls\s+to)"
+    ),
+    # a participle after the thing asked for: "functions calling X", "classes extending Y"
+    "calling": r"(?:calling|invoking|using|referencing)",
+    "inheriting": r"(?:inheriting|extending|deriving|implementing|subclassing|specializing)",
+    "importing": r"(?:importing|requiring)",
+    # the head noun of a clause about code: "the functions X calls", "classes extending Y"
+    "things": r"(?:functions?|methods?|code|routines?|modules?|files?|classes|types?|interfaces?)",
+    # a name, not a relative pronoun, an auxiliary or another head noun ("classes that extend X",
+    # "what class extends X" are about X's subclasses, not the bases of "that" or "class")
+    "subject": (
+        r"(?!(?:that|which|who|where|whose|whom|is|are|was|were|to|of|in|on|for|by|from|with"
+        r"|class|classes|functions?|methods?|types?|interfaces?|modules?|code)\b)\S+"
     ),
     "callees": r"(?:callees?|calls\s+made|outgoing\s+calls|dependencies)",
     "members": r"(?:methods?|members?|attributes?|fields?|properties|operations)",
@@ -78,6 +90,7 @@ FAMILIES: tuple[Family, ...] = (
             r"\b{importers}\s+(?:of\s+)?{name}",
             r"\bwhere\s+(?:is|are)\s+{name}\s+{import}",
             r"\b{name}(?:{s})?\s+{importers}\b",
+            r"\b{things}\s+{importing}\s+(?:the\s+)?(?:module\s+|package\s+)?{name}",
         ),
     ),
     Family(
@@ -90,6 +103,7 @@ FAMILIES: tuple[Family, ...] = (
             r"\b(?:what|which\s+\w+)\s+(?:is|are)\s+(?:class\s+)?{name}\s+{inherited}\s+(?:from|on)\b",
             r"\bwhat\s+(?:is|are)\s+{name}\s+a\s+(?:subclass|subtype|child)\s+of\b",
             r"\b{find}\s+{the}{bases}\b",
+            r"\b{things}\s+(?:class\s+)?{subject}\s+(?:inherits|extends|derives|implements|subclasses)\b",
         ),
     ),
     Family(
@@ -101,11 +115,19 @@ FAMILIES: tuple[Family, ...] = (
             r"\b(?:{code}|types?)\s+(?:that|which)\s+{inherit}\b",
             r"\b(?:classes|types)\s+{inherited}\s+(?:from|on|upon)\b",
             r"\b{who}\s+{inherit}\s+(?:from\s+)?{name}",
+            r"\bwhat\s+(?:class(?:es)?|types?|interfaces?)\s+{inherit}\b",
             r"\b(?:is|are)\s+{name}\s+(?:subclassed|extended|inherited|implemented)\b",
             r"\bwhere\s+(?:is|are)\s+{name}\s+(?:subclassed|extended|inherited|implemented)\b",
             r"^\s*{name}\s+{subclasses}\s*\??\s*$",
             r"\b{find}\s+{the}{subclasses}\b",
+            r"\b{things}\s+{inheriting}\s+(?:from\s+|on\s+)?{name}",
         ),
+    ),
+    # before members: "list the methods X calls" asks for callees, not for methods of X
+    Family(
+        "callees",
+        "callees-reduced-relative",
+        (r"\b{things}\s+{subject}\s+(?:calls|uses|invokes|references|needs|(?:depends|relies)\s+on)\b",),
     ),
     Family(
         "members",
@@ -148,6 +170,8 @@ FAMILIES: tuple[Family, ...] = (
             r"^\s*{name}\s+{callers}\s*\??\s*$",
             r"\b{find}\s+{the}(?:{callers}|{code}\s+(?:that|which)\s+{call})\b",
             r"\b{find}\s+(?:where|who)\s+{name}\s+is\s+(?:called|used|invoked)\b",
+            r"\b(?:functions?|methods?|code|routines?|classes)\s+{calling}\s+{name}",
+            r"\busers?\s+of\b",
         ),
     ),
 )

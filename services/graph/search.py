@@ -60,7 +60,9 @@ QUESTION_WORDS = frozenset(
     superclasses inherit inherits inherited derive derives derived extend extends base bases
     class classes function functions have has contain contains define defines usages sites
     invocation invocations importer importers imported importing dependents descendants
-    ancestors implementers subtypes supertypes subclassed callees""".split()
+    ancestors implementers subtypes supertypes subclassed callees calling invoking using
+    referencing inheriting extending deriving implementing implement implements subclassing
+    specializing importing requiring routines interfaces relies rely needs outgoing""".split()
 )
 # An imperative that opens a question ("find the callers of X") is not a name to look up; the
 # same word later in the query may be one ("who calls find").
