@@ -226,3 +226,12 @@ def test_phrasing_families(intent: str, query: str) -> None:
 )
 def test_prose_is_not_read_as_a_structural_question(query: str) -> None:
     assert detect_intent(query) is None
+
+
+def test_a_long_text_is_no_structural_question() -> None:
+    """Past a sentence's length the text is prose (and matching stays bounded: every pattern is
+    tried at each token of a query the fuzzer made 40,000 characters long)."""
+    question = "who calls parse_args"
+    assert detect_intent(question) == "callers"
+    assert detect_intent(question + " " + "x" * 400) is None
+    assert detect_intent("'s" * 20_000) is None

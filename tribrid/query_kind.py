@@ -24,7 +24,7 @@ QUERY_KINDS: tuple[QueryKind, ...] = ("structural", "identifier", "natural", "mi
 # subclasses: "what does X derive from" asks for X's bases, "classes derived from X" for its
 # subclasses; callees before callers: "what does X depend on" vs "what depends on X").
 WORDS: dict[str, str] = {
-    "name": r"\S+",
+    "name": r"(?<!\S)\S+",  # a whole token: tried from each token's start, not each character
     "s": r"(?:'|\u2019)s",  # a possessive, straight or typographic apostrophe
     "the": r"(?:(?:all|every|each)\s+)?(?:(?:the|its|their)\s+)?",
     "who": r"(?:who|what|which(?:\s+\w+)?)",
@@ -186,8 +186,15 @@ _COMPILED: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...] = tuple(
 )
 
 
+# A question about code structure is one short sentence; longer text is prose or a pasted
+# passage. The cap also bounds the matching time: every pattern is tried at each position.
+MAX_QUESTION_CHARS = 300
+
+
 def detect_intent(query: str) -> Intent | None:
     """What a structural question asks for, by the first phrasing family that matches."""
+    if len(query) > MAX_QUESTION_CHARS:
+        return None
     for family, patterns in _COMPILED:
         if any(p.search(query) for p in patterns):
             return family.intent
