@@ -228,12 +228,18 @@ def chunk_row(record: asyncpg.Record) -> ChunkRow:
     return ChunkRow(*(record[c] for c in CHUNK_COLUMNS.split(", ")))
 
 
+def storable_ids(ids: Sequence[str]) -> list[str]:
+    """The ids a text column can hold: one with a NUL character names no stored row (PostgreSQL
+    text cannot hold NUL, and rejects it in a parameter)."""
+    return [i for i in ids if "\x00" not in i]
+
+
 async def fetch_chunks(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
     rows = await pool.fetch(
         f"SELECT {CHUNK_COLUMNS} FROM chunks c"
         f" WHERE c.corpus_id = $1 AND c.chunk_id = ANY($2::text[]) AND {committed('c')}",
         corpus_id,
-        list(chunk_ids),
+        storable_ids(chunk_ids),
     )
     return {r["chunk_id"]: chunk_row(r) for r in rows}
 
@@ -244,7 +250,7 @@ async def fetch_contents(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence
         "SELECT c.chunk_id, c.content FROM chunks c"
         f" WHERE c.corpus_id = $1 AND c.chunk_id = ANY($2::text[]) AND {committed('c')}",
         corpus_id,
-        list(chunk_ids),
+        storable_ids(chunk_ids),
     )
     return {r["chunk_id"]: r["content"] for r in rows}
 
