@@ -274,7 +274,7 @@ async def test_provenance_is_filled(stack: Stack, fixture_corpus: str) -> None:
 
 async def test_inferred_calls_rank_below_proven_ones_and_say_so(stack: Stack) -> None:
     """Callers and callees: proven calls first, then calls inferred by method name, weighed
-    INFERRED_CALL_WEIGHT x confidence, with the confidence in the match's detail."""
+    INFERRED_EDGE_WEIGHT x confidence, with the confidence in the match's detail."""
     edges = [
         Relation("caller", "checkout", "calls"),
         Relation("guesser", "checkout", "calls", inferred=True, confidence=0.5),

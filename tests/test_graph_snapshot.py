@@ -257,27 +257,39 @@ async def test_a_kind_of_walk_is_kept_once_whatever_the_order_and_only_a_few_kin
     assert await snapshot.traverse(key, seeds, 2, kinds[0]) == await store.traverse(key, seeds, 2, kinds[0])
 
 
-async def test_inferred_calls_keep_their_confidence_in_the_store_and_the_snapshot(store: GraphStore) -> None:
+async def test_inferred_edges_keep_their_confidence_in_the_store_and_the_snapshot(store: GraphStore) -> None:
     corpus_id = new_corpus_id()
     key = graph_key(corpus_id, 1)
-    entities = [ent(corpus_id, x, f"fn_{x}") for x in "abcd"]
+    entities = [ent(corpus_id, x, f"fn_{x}") for x in "abcde"]
     relations = [
         Relation("a", "b", "calls"),  # proven
         Relation("a", "c", "calls", inferred=True, confidence=0.5),
         Relation("a", "d", "calls", inferred=True, confidence=0.5),
         Relation("b", "c", "references"),
+        Relation("e", "b", "inherits", inferred=True, confidence=1.0),  # a base inferred by name
+        Relation("e", "a", "inherits"),
     ]
     await store.ensure_schema(key)
     try:
         await store.upsert_entities(key, entities)
-        assert await store.upsert_relations(key, relations) == 4
+        assert await store.upsert_relations(key, relations) == 6
         stored = await store.all_relations(key)
         assert stored == sorted(relations, key=lambda r: (r.source_id, r.type, r.target_id))
         snapshot = await GraphSnapshot.load(store, key)
-        asked = [("a", "b"), ("a", "c"), ("c", "a"), ("a", "d"), ("b", "c"), ("x", "y")]
-        expected = {("a", "c"): 0.5, ("a", "d"): 0.5}  # proven calls and other types are left out
-        assert await store.inferred_calls(key, asked) == expected
-        assert await snapshot.inferred_calls(key, asked) == expected
-        assert await store.inferred_calls(key, []) == {}
+        asked = [
+            ("a", "b"),
+            ("a", "c"),
+            ("c", "a"),
+            ("a", "d"),
+            ("b", "c"),
+            ("e", "b"),
+            ("e", "a"),
+            ("x", "y"),
+        ]
+        # proven edges are left out
+        expected = {("a", "c"): 0.5, ("a", "d"): 0.5, ("e", "b"): 1.0}
+        assert await store.inferred_edges(key, asked) == expected
+        assert await snapshot.inferred_edges(key, asked) == expected
+        assert await store.inferred_edges(key, []) == {}
     finally:
         await store.delete_corpus(key)

@@ -625,3 +625,66 @@ def test_markdown_has_no_graph_and_python_goes_through_the_ast_extractor() -> No
 )
 def test_tree_sitter_languages_are_detected(path: str, language: str) -> None:
     assert detect_language(path) == language
+
+
+def test_bases_no_scope_resolves_are_inferred_by_class_name(tmp_path: Path) -> None:
+    """A nested type extending its sibling, an implemented interface of the same package named
+    without an import, and `Outer.Inner` bases become `inherits` edges inferred by class name, with
+    confidence 1 / the classes of that name; a name the corpus lacks stays unresolved only."""
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    (shop / "Tube.java").write_text(
+        textwrap.dedent(
+            """
+            package shop;
+
+            public class Tube {
+                abstract static class AbstractSubscriber {
+                    abstract void next();
+                }
+
+                static final class Wrapper extends AbstractSubscriber {
+                    void next() {}
+                }
+            }
+            """
+        ).lstrip("\n")
+    )
+    (shop / "Publishers.java").write_text(
+        textwrap.dedent(
+            """
+            package shop;
+
+            public class Publishers {
+                public interface Trusted {}
+
+                public static class Bytes implements Trusted, Tube.AbstractSubscriber, Flow.Missing {}
+            }
+            """
+        ).lstrip("\n")
+    )
+    (shop / "Buffering.java").write_text(
+        textwrap.dedent(
+            """
+            package shop;
+
+            public class Buffering implements Trusted {}
+            """
+        ).lstrip("\n")
+    )
+    indexed = index(tmp_path)
+    inherits = {edge for edge in indexed.edges if edge[0].startswith("inherits")}
+    assert inherits == {
+        ("inherits inferred 1.00", "shop/Tube.Tube.Wrapper", "shop/Tube.Tube.AbstractSubscriber"),
+        ("inherits inferred 1.00", "shop/Publishers.Publishers.Bytes", "shop/Publishers.Publishers.Trusted"),
+        ("inherits inferred 1.00", "shop/Publishers.Publishers.Bytes", "shop/Tube.Tube.AbstractSubscriber"),
+        ("inherits inferred 1.00", "shop/Buffering.Buffering", "shop/Publishers.Publishers.Trusted"),
+    }
+    # a guess, not a proof: the bases stay listed as unresolved, and one the corpus lacks too
+    assert {u for u in indexed.unresolved if u[2] == "inherits"} == {
+        ("shop/Tube.Tube.Wrapper", "AbstractSubscriber", "inherits"),
+        ("shop/Publishers.Publishers.Bytes", "Trusted", "inherits"),
+        ("shop/Publishers.Publishers.Bytes", "Tube.AbstractSubscriber", "inherits"),
+        ("shop/Publishers.Publishers.Bytes", "Flow.Missing", "inherits"),
+        ("shop/Buffering.Buffering", "Trusted", "inherits"),
+    }

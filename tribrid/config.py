@@ -559,9 +559,10 @@ class IndexerConfig(_Section):
     # were within 3 % of each other (rich, 1,301 chunks: 47.8 s streamed, 49.0 s held).
     write_while_embedding: bool = True
     # A call `x.m()` whose receiver's type is unknown gets inferred call edges to the corpus's
-    # methods named `m` (confidence 1 / their number) when there are at most this many; a name
-    # more methods share stays unresolved. 0 turns inference off.
-    inferred_call_max_candidates: int = Field(3, ge=0, le=100)
+    # methods named `m` (confidence 1 / their number) when there are at most this many, and a
+    # base class no scope resolves gets inferred `inherits` edges to the classes of its name; a
+    # name more definitions share stays unresolved. 0 turns inference off.
+    inferred_max_candidates: int = Field(3, ge=0, le=100)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IndexerConfig:

@@ -45,9 +45,11 @@ MIN_TERM_LEN = 3
 SEED_TYPE_WEIGHT = {"function": 1.0, "class": 1.0, "module": 0.9, "variable": 0.8, "import": 0.5}
 # How strongly a relationship ties two pieces of code together; a path is worth the product.
 RELATIONSHIP_WEIGHT = {"calls": 1.0, "inherits": 0.9, "references": 0.7, "imports": 0.6, "contains": 0.5}
-# A call inferred by method name weighs this much times its confidence (1 / candidates): below a
+# Relation types whose edges may be inferred by name (calls by method name, inherits by class name).
+INFERABLE_TYPES = ("calls", "inherits")
+# An edge inferred by name weighs this much times its confidence (1 / candidates): below a
 # proven call even when the name has a single candidate, since the receiver may be a library's.
-INFERRED_CALL_WEIGHT = 0.8
+INFERRED_EDGE_WEIGHT = 0.8
 # In "who calls X" the answer is the callers, not X: X's own definition ranks below them.
 DIRECTED_SEED_FACTOR = 0.5
 # Relation types a directional question follows (unless the request names its own).
@@ -211,10 +213,10 @@ def hit_score(
     asked: Sequence[str] = (),
     inferred: Sequence[float] = (),
 ) -> float:
-    """`inferred`: the confidences of the inferred calls on the hit's route."""
+    """`inferred`: the confidences of the inferred edges on the hit's route."""
     score = seed_score * settings.hop_decay[hit.hops] * path_weight(hit.relationship_types, asked)
     for confidence in inferred:
-        score *= INFERRED_CALL_WEIGHT * confidence
+        score *= INFERRED_EDGE_WEIGHT * confidence
     score *= 1.0 + settings.path_bonus * math.log(max(hit.supporting_paths, 1))
     if same_community:
         score *= 1.0 + settings.community_boost
@@ -233,25 +235,26 @@ def _provenance(hit: TraversalHit, known: dict[str, Entity], match: str) -> comm
     )
 
 
-def _call_steps(hit: TraversalHit) -> Iterator[tuple[str, str]]:
-    """The (one end, other end) pairs of the `calls` steps on a hit's route, as walked."""
+def _inferable_steps(hit: TraversalHit) -> Iterator[tuple[str, str]]:
+    """The (one end, other end) pairs of the `calls` and `inherits` steps on a hit's route, as
+    walked: the steps that may follow an edge inferred by name."""
     for (before, after), rel_type in zip(pairwise(hit.path), hit.relationship_types, strict=True):
-        if rel_type == "calls":
+        if rel_type in INFERABLE_TYPES:
             yield before, after
 
 
 async def _inferred_on_routes(
     store: GraphReader, key: str, hits: Sequence[TraversalHit]
 ) -> dict[tuple[str, str], float]:
-    """Confidence of each inferred call on the hits' routes (a step may follow the edge backwards)."""
-    pairs = {pair for hit in hits for step in _call_steps(hit) for pair in (step, step[::-1])}
-    return await store.inferred_calls(key, sorted(pairs)) if pairs else {}
+    """Confidence of each inferred edge on the hits' routes (a step may follow the edge backwards)."""
+    pairs = {pair for hit in hits for step in _inferable_steps(hit) for pair in (step, step[::-1])}
+    return await store.inferred_edges(key, sorted(pairs)) if pairs else {}
 
 
 def _route_inferred(hit: TraversalHit, inferred: dict[tuple[str, str], float]) -> tuple[float, ...]:
-    """The confidences of the inferred calls on this hit's route, in route order."""
+    """The confidences of the inferred edges on this hit's route, in route order."""
     found = []
-    for before, after in _call_steps(hit):
+    for before, after in _inferable_steps(hit):
         confidence = inferred.get((before, after), inferred.get((after, before)))
         if confidence is not None:
             found.append(confidence)
@@ -278,7 +281,7 @@ def _explain_hit(
     inferred: Sequence[float] = (),
 ) -> tuple[str, common_pb2.GraphProvenance]:
     """A traversal hit's detail and provenance: from a search's seed, or an expanded chunk. A
-    route through calls inferred by method name says so, with their confidences."""
+    route through edges inferred by name says so, with their confidences."""
     seed, via = known[hit.seed_id].qualified_name, ",".join(hit.relationship_types)
     if search:
         detail = f"seed={seed} hops={hit.hops} via={via} paths={hit.supporting_paths}"
@@ -373,6 +376,15 @@ def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
     return min(settings.max_visited, max(4 * params.top_k, 100))
 
 
+def _named_seeds(seeds: list[tuple[Entity, float]]) -> list[tuple[Entity, float]]:
+    """A structural question names its subject: when some seed matches a name exactly, the near
+    misses (prefix, one edit) go. Kept, they would rank their own definitions among the answers,
+    and a seed is never a traversal hit, so a subclass that merely resembles the name asked about
+    ("AsyncScheduler" for "subclasses of Scheduler") would lose its place as an answer."""
+    exact = [(entity, score) for entity, score in seeds if score >= EXACT_SCORE]
+    return exact or seeds
+
+
 async def graph_search(
     store: GraphReader,
     pool: asyncpg.Pool,
@@ -394,6 +406,8 @@ async def graph_search(
     seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds, fuzzy=fuzzy)
     if not seeds:
         return await _external_callers(store, pool, key, params, settings, plan, terms, external)
+    if directional:
+        seeds = _named_seeds(seeds)
     best: dict[str, _Best] = {}
 
     def offer(entity: Entity, candidate: _Best) -> None:

@@ -76,7 +76,8 @@ log = logging.getLogger(__name__)
 #      (by method name, with a confidence) for calls on receivers of unknown type.
 #   6: the document graph (document and chunk nodes, CONTAINS, SIMILAR_TO, named entities with
 #      MENTIONS and RELATED_TO), type labels on nodes, aliases in the fulltext index.
-INDEX_FORMAT = 6
+#   7: inferred `inherits` edges (by class name, with a confidence) for bases no scope resolves.
+INDEX_FORMAT = 7
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -405,7 +406,7 @@ class IndexPipeline:
         yield counts.event("graph")
         with counts.timed("graph"):
             entities, relations, counts.unresolved_references = _graph_of(
-                corpus_id, parsed, self._cfg.indexer.inferred_call_max_candidates
+                corpus_id, parsed, self._cfg.indexer.inferred_max_candidates
             )
         with counts.timed("document_graph"):
             document_entities, document_relations = await self._document_graph(

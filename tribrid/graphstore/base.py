@@ -176,11 +176,11 @@ class GraphReader(Protocol):
         with their properties; ordered by source, type, then target."""
         ...
 
-    async def inferred_calls(
+    async def inferred_edges(
         self, corpus_id: str, pairs: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], float]:
-        """(caller id, callee id) -> confidence, for the `calls` edges among these pairs that were
-        inferred by method name (proven edges are left out)."""
+        """(source id, target id) -> confidence, for the edges among these pairs that were inferred
+        by name (`calls` by method name, `inherits` by class name); proven edges are left out."""
         ...
 
 

@@ -136,14 +136,15 @@ MATCH (a:Entity {corpus_id: $corpus_id})-[r]->(b:Entity {corpus_id: $corpus_id})
 RETURN a.id AS source, type(r) AS label, b.id AS target, properties(r) AS props
 """
 
-# Only inferred calls carry `inferred` and `confidence`: proven edges stay property-free.
-INFERRED_CALLS = """
+# Only inferred edges (calls, inherits) carry `inferred` and `confidence`: proven edges stay
+# property-free.
+INFERRED_EDGES = """
 UNWIND $pairs AS pair
 MATCH (a:Entity {corpus_id: $corpus_id, id: pair[0]})
 WITH a, pair
-MATCH (a)-[r:CALLS]->(b:Entity {corpus_id: $corpus_id, id: pair[1]})
+MATCH (a)-[r:CALLS|INHERITS]->(b:Entity {corpus_id: $corpus_id, id: pair[1]})
 WHERE r.inferred = true
-RETURN a.id AS source, b.id AS target, r.confidence AS confidence
+RETURN a.id AS source, b.id AS target, max(r.confidence) AS confidence
 """
 
 # After a native whole-graph copy, nodes still carry the source key.

@@ -530,14 +530,14 @@ class CypherGraphStore(ABC):
                 found.append(relation_from_row(source, str(row["label"]), target, row["props"]))
         return sorted(found, key=lambda r: (r.source_id, r.type, r.target_id))
 
-    async def inferred_calls(
+    async def inferred_edges(
         self, corpus_id: str, pairs: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], float]:
         check_corpus_id(corpus_id)
         wanted = sorted({(str(a), str(b)) for a, b in pairs})
         if not wanted:
             return {}
-        rows = await self._read(corpus_id, cypher.INFERRED_CALLS, pairs=[list(p) for p in wanted])
+        rows = await self._read(corpus_id, cypher.INFERRED_EDGES, pairs=[list(p) for p in wanted])
         return {(str(row["source"]), str(row["target"])): float(row["confidence"]) for row in rows}
 
     async def cypher_query(

@@ -93,7 +93,7 @@ class GraphSnapshot(GraphReader):
         # the relations themselves (with their properties), by source and by target
         self._relations_out: dict[str, list[Relation]] = {}
         self._relations_in: dict[str, list[Relation]] = {}
-        self._inferred: dict[tuple[str, str], float] = {}  # inferred calls: (caller, callee) -> confidence
+        self._inferred: dict[tuple[str, str], float] = {}  # inferred edges: (source, target) -> confidence
         # requests choose the kind of walk (31 type sets x 3 directions): the most recently used kept
         self._walks: LRUCache[tuple[tuple[str, ...], Direction], _Adjacency] = LRUCache(maxsize=_MAX_WALKS)
         for relation in sorted(relations, key=lambda r: (r.source_id, r.type, r.target_id)):
@@ -104,8 +104,9 @@ class GraphSnapshot(GraphReader):
             self._in.setdefault(relation.target_id, []).append((label, relation.source_id))
             self._relations_out.setdefault(relation.source_id, []).append(relation)
             self._relations_in.setdefault(relation.target_id, []).append(relation)
-            if relation.inferred and relation.type == "calls":
-                self._inferred[(relation.source_id, relation.target_id)] = relation.confidence
+            if relation.inferred:
+                pair = (relation.source_id, relation.target_id)
+                self._inferred[pair] = max(relation.confidence, self._inferred.get(pair, 0.0))
 
     @classmethod
     async def load(cls, store: GraphStore, key: str, *, fulltext_cache_terms: int = 0) -> GraphSnapshot:
@@ -128,7 +129,7 @@ class GraphSnapshot(GraphReader):
             fulltext_cache_terms=fulltext_cache_terms,
         )
 
-    async def inferred_calls(
+    async def inferred_edges(
         self, corpus_id: str, pairs: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], float]:
         self._check(corpus_id)

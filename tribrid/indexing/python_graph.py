@@ -36,7 +36,7 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 _BUILTIN_METHODS = frozenset(
     name for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, object) for name in dir(kind)
 )
-DEFAULT_INFERRED_CANDIDATES = 3  # config.IndexerConfig.inferred_call_max_candidates
+DEFAULT_INFERRED_CANDIDATES = 3  # config.IndexerConfig.inferred_max_candidates
 _MAX_BINDING_HOPS = 16  # re-export chains longer than this are treated as unresolvable (and cycles)
 
 
@@ -752,7 +752,8 @@ def resolve_refs(
     An unresolved call `x.m()` on a receiver of unknown type also gets inferred call edges to the
     corpus's methods named `m` in the caller's language, if there are at most
     `max_inferred_candidates` of them (0: no inference), each with confidence 1 / their number.
-    The reference stays listed as unresolved: the edges are a guess, not a proof.
+    An unresolved base class gets inferred `inherits` edges the same way, to the classes with its
+    name. The reference stays listed as unresolved: the edges are a guess, not a proof.
     """
     del corpus_id  # ids are already corpus-qualified; kept for a symmetric API
     index = _CorpusIndex(graphs)
@@ -775,10 +776,13 @@ def resolve_refs(
             elif ref.kind != "references":
                 unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind))
         unresolved.extend(graph.unresolved)
-    inferred = infer_calls(graphs, unresolved, max_inferred_candidates)
-    proven = {(r.source_id, r.target_id) for g in graphs for r in g.relations if r.type == "calls"}
-    proven.update((r.source_id, r.target_id) for r in relations if r.type == "calls")
-    relations.extend(r for r in inferred if (r.source_id, r.target_id) not in proven)
+    inferred = [
+        *infer_calls(graphs, unresolved, max_inferred_candidates),
+        *infer_bases(graphs, unresolved, max_inferred_candidates),
+    ]
+    proven = {(r.source_id, r.target_id, r.type) for g in graphs for r in g.relations}
+    proven.update((r.source_id, r.target_id, r.type) for r in relations)
+    relations.extend(r for r in inferred if (r.source_id, r.target_id, r.type) not in proven)
     return CorpusLinks(list(dict.fromkeys(relations)), unresolved)
 
 
@@ -813,6 +817,44 @@ def infer_calls(
                 for target in sorted(candidates)
             )
     return inferred
+
+
+def infer_bases(
+    graphs: list[FileGraph], unresolved: list[UnresolvedRef], max_candidates: int
+) -> list[Relation]:
+    """`inherits` edges inferred by class name for bases the scopes did not resolve (a nested
+    type named from a sibling, a type of the same package, `Outer.Inner`): to the corpus's classes
+    of the subclass's language with the base's last name, when at most max_candidates have it."""
+    if max_candidates <= 0:
+        return []
+    classes: dict[tuple[str, str], set[str]] = {}  # (language, class name) -> class ids
+    language_of: dict[str, str] = {}
+    for graph in graphs:
+        for entity in graph.entities:
+            language_of[entity.entity_id] = graph.language
+            if entity.type == "class":
+                classes.setdefault((graph.language, entity.name), set()).add(entity.entity_id)
+    inferred: list[Relation] = []
+    for ref in unresolved:
+        name = _base_name(ref.name) if ref.kind == "inherits" else ""
+        if not name:
+            continue
+        candidates = classes.get((language_of.get(ref.source_id, ""), name), set()) - {ref.source_id}
+        if 0 < len(candidates) <= max_candidates:
+            confidence = 1.0 / len(candidates)
+            inferred.extend(
+                Relation(ref.source_id, target, "inherits", inferred=True, confidence=confidence)
+                for target in sorted(candidates)
+            )
+    return inferred
+
+
+def _base_name(written: str) -> str:
+    """The class name a base as written ends with: `pkg.Outer.Inner<T>` -> "Inner"."""
+    bare = written.split("<", 1)[0].split("[", 1)[0].strip()
+    for separator in ("::", "."):
+        bare = bare.rsplit(separator, 1)[-1]
+    return bare if bare.isidentifier() else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,10 @@ def chain(node: Node | None) -> list[str] | None:
     fields = _MEMBER_ACCESS.get(node.type)
     if fields is None:
         return None
+    if node.type == "scoped_type_identifier" and node.child_by_field_name(fields[1]) is None:
+        # Java's grammar gives `Outer.Inner` no fields: its parts are the named children
+        parts = [chain(child) for child in node.named_children]
+        return [p for part in parts if part is not None for p in part] if all(parts) else None
     obj, name = node.child_by_field_name(fields[0]), node.child_by_field_name(fields[1])
     if name is None:
         return None
