@@ -217,3 +217,17 @@ async def test_graph_answers_structure_questions(
     # the methods first; the class itself (the seed) after them
     assert own and methods[: len(own)] == own
     assert "shop.cart.Cart" in methods[len(own) :]
+
+
+async def test_a_structural_answer_holds_no_module_head(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    """cart.py's first lines import compute_discount: a match for the name, no answer to who calls it."""
+
+    def heads(matches: list[common_pb2.ChunkMatch]) -> list[str]:
+        return [m.file_path for m in matches if m.kind == "module" and m.start_line == 1]
+
+    assert "shop/cart.py" in heads(await search(stack, "fusion", "compute_discount", top_k=20))
+    callers = await search(stack, "fusion", "who calls compute_discount", top_k=20)
+    assert heads(callers) == []
+    assert "shop.cart.Cart.total_price" in symbols(callers)

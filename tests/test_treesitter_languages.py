@@ -627,10 +627,11 @@ def test_tree_sitter_languages_are_detected(path: str, language: str) -> None:
     assert detect_language(path) == language
 
 
-def test_bases_no_scope_resolves_are_inferred_by_class_name(tmp_path: Path) -> None:
+def test_bases_and_instantiations_no_scope_resolves_are_inferred_by_class_name(tmp_path: Path) -> None:
     """A nested type extending its sibling, an implemented interface of the same package named
     without an import, and `Outer.Inner` bases become `inherits` edges inferred by class name, with
-    confidence 1 / the classes of that name; a name the corpus lacks stays unresolved only."""
+    confidence 1 / the classes of that name; `new Inner()` of a nested type likewise becomes an
+    inferred call. A name the corpus lacks stays unresolved only."""
     shop = tmp_path / "shop"
     shop.mkdir()
     (shop / "Tube.java").write_text(
@@ -645,6 +646,11 @@ def test_bases_no_scope_resolves_are_inferred_by_class_name(tmp_path: Path) -> N
 
                 static final class Wrapper extends AbstractSubscriber {
                     void next() {}
+                }
+
+                void start() {
+                    new Wrapper();
+                    new Missing();
                 }
             }
             """
@@ -680,6 +686,8 @@ def test_bases_no_scope_resolves_are_inferred_by_class_name(tmp_path: Path) -> N
         ("inherits inferred 1.00", "shop/Publishers.Publishers.Bytes", "shop/Tube.Tube.AbstractSubscriber"),
         ("inherits inferred 1.00", "shop/Buffering.Buffering", "shop/Publishers.Publishers.Trusted"),
     }
+    calls = {edge for edge in indexed.edges if edge[0].startswith("calls")}
+    assert calls == {("calls inferred 1.00", "shop/Tube.Tube.start", "shop/Tube.Tube.Wrapper")}
     # a guess, not a proof: the bases stay listed as unresolved, and one the corpus lacks too
     assert {u for u in indexed.unresolved if u[2] == "inherits"} == {
         ("shop/Tube.Tube.Wrapper", "AbstractSubscriber", "inherits"),

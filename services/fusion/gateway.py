@@ -362,6 +362,8 @@ class Gateway:
         first_seen = _first_seen(answered, technique_lists)
         fused = self._fuse(fusion_plan, answered, technique_lists)
         fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
+        if fusion_plan.query_intent in DEFINITION_INTENTS:
+            fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
         matches = self._to_matches(fused[: params.top_k], answered, first_seen, technique_lists)
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
 
@@ -581,6 +583,16 @@ class Gateway:
                 )
             matches.append(match)
         return matches
+
+
+# Structural questions answered by definitions (not by modules, as "what imports X" is).
+DEFINITION_INTENTS = frozenset(("callers", "callees", "members", "subclasses", "bases"))
+
+
+def is_module_head(match: common_pb2.ChunkMatch) -> bool:
+    """A file's first lines (its imports, its docstring): they name X without calling, defining
+    or extending it, so they answer no question about definitions."""
+    return match.kind == "module" and match.start_line == 1
 
 
 def _first_seen(

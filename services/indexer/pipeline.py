@@ -76,7 +76,8 @@ log = logging.getLogger(__name__)
 #      (by method name, with a confidence) for calls on receivers of unknown type.
 #   6: the document graph (document and chunk nodes, CONTAINS, SIMILAR_TO, named entities with
 #      MENTIONS and RELATED_TO), type labels on nodes, aliases in the fulltext index.
-#   7: inferred `inherits` edges (by class name, with a confidence) for bases no scope resolves.
+#   7: edges inferred by class name (with a confidence): `inherits` for bases no scope resolves,
+#      `calls` for instantiations `new C()` / `C(...)` of a class no scope binds.
 INDEX_FORMAT = 7
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress

@@ -789,7 +789,8 @@ def resolve_refs(
 def infer_calls(
     graphs: list[FileGraph], unresolved: list[UnresolvedRef], max_candidates: int
 ) -> list[Relation]:
-    """Call edges inferred by method name for unresolved `x.m()` calls (see `resolve_refs`).
+    """Call edges inferred by method name for unresolved `x.m()` calls (see `resolve_refs`), and by
+    class name for unresolved instantiations `C(...)` / `new C()` of a class the corpus defines.
 
     A method name that builtin types define (`get`, `append`, `join`, ...) is left alone: most such
     calls in Python are on dicts, lists and strings, and no corpus method is their target.
@@ -797,19 +798,30 @@ def infer_calls(
     if max_candidates <= 0:
         return []
     methods: dict[tuple[str, str], set[str]] = {}  # (language, method name) -> function ids
+    classes: dict[tuple[str, str], set[str]] = {}  # (language, class name) -> class ids
     language_of: dict[str, str] = {}
     names = {e.entity_id: e.name for g in graphs for e in g.entities}
     for graph in graphs:
-        language_of.update((e.entity_id, graph.language) for e in graph.entities)
+        for entity in graph.entities:
+            language_of[entity.entity_id] = graph.language
+            if entity.type == "class":
+                classes.setdefault((graph.language, entity.name), set()).add(entity.entity_id)
         for info in graph.classes.values():
             for method_id in info.methods.values():
                 if method_id in names:  # keyed by the entity's own name (Go's merged impl keys differ)
                     methods.setdefault((graph.language, names[method_id]), set()).add(method_id)
     inferred: list[Relation] = []
     for ref in unresolved:
-        if not ref.method or ref.method in _BUILTIN_METHODS:
+        language = language_of.get(ref.source_id, "")
+        if ref.method and ref.method not in _BUILTIN_METHODS:
+            candidates = methods.get((language, ref.method), set())
+        elif ref.kind == "calls" and ref.name.isidentifier():
+            # `new Inner()` / `Inner(...)` of a class no scope binds (a nested type of another
+            # class, one of the same package): the classes of that name
+            candidates = classes.get((language, ref.name), set())
+        else:
             continue
-        candidates = methods.get((language_of.get(ref.source_id, ""), ref.method), set()) - {ref.source_id}
+        candidates = candidates - {ref.source_id}
         if 0 < len(candidates) <= max_candidates:
             confidence = 1.0 / len(candidates)
             inferred.extend(
