@@ -255,6 +255,9 @@ def rpcs() -> Iterator[tuple[str, MethodDescriptor]]:
 REGRESSIONS: dict[str, list[pb_message.Message]] = {
     # an unknown Leg number in the fusion options: UNKNOWN ("Enum Leg has no name defined")
     "fusion.Search": [
+        # 40,000 characters read by the question reader before the length check: each phrasing
+        # pattern tried at every position held the event loop for minutes
+        common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="'s" * 20_000),
         common_pb2.SearchRequest(
             options=common_pb2.SearchOptions(
                 fusion=fusion_options_pb2.FusionOptions(
