@@ -10,11 +10,13 @@
   Debian's `openjdk-17-source` (`apt-get download` of the pinned version, its src.zip). Read by
   evals/tools/JavaCallSites.java with javac's tree API (parse only), compiled into <work>/tools.
 * `unseen-mobx` (npm `mobx`, `src/`) and `unseen-jdk-jshell` (the JDK's `jdk.jshell` module, from
-  the same src.zip), read the same way.
+  the same src.zip), read the same way, asked in unseen_sets.REWORDED_PHRASINGS;
+* `unseen-three` (npm `three`, its JavaScript `src/`) and `unseen-jdk-httpserver` (the JDK's
+  `jdk.httpserver`), asked in unseen_sets.REWORDED_PHRASINGS_2.
 
-rxjs and java.net.http were held out until session 8, which tuned on them; mobx and jdk.jshell
-replaced them as the held-out code bases (HELD_OUT), asked in the wordings nobody tuned on
-(unseen_sets.REWORDED_PHRASINGS). Nothing may be tuned on a held-out set.
+rxjs and java.net.http were held out until session 8, which tuned on them. mobx and jdk.jshell
+replaced them, were measured once held out, and were then tuned on in the same session; three and
+jdk.httpserver are the held-out code bases now (HELD_OUT). Nothing may be tuned on a held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
 constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
@@ -49,9 +51,10 @@ SEED = 20261124
 TYPESCRIPT_VERSION = "5.9.3"
 RXJS_VERSION = "7.8.2"
 MOBX_VERSION = "6.16.1"
+THREE_VERSION = "0.187.0"
 JDK_SOURCE_PACKAGE = "openjdk-17-source"
 JDK_SOURCE_VERSION = "17.0.19+10-1~deb12u2"
-HELD_OUT = ("unseen-mobx", "unseen-jdk-jshell")
+HELD_OUT = ("unseen-three", "unseen-jdk-httpserver")
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".
@@ -238,6 +241,24 @@ CODE_BASES = (
         fetch_jdk_module("jdk.jshell"),
         java_definitions,
         unseen_sets.REWORDED_PHRASINGS,
+    ),
+    CodeBase(
+        "unseen-three",
+        "three (npm)",
+        THREE_VERSION,
+        TYPESCRIPT_REFERENCE,
+        fetch_npm_sources("three", THREE_VERSION),
+        typescript_definitions,
+        unseen_sets.REWORDED_PHRASINGS_2,
+    ),
+    CodeBase(
+        "unseen-jdk-httpserver",
+        f"{JDK_PACKAGE} jdk.httpserver",
+        JDK_SOURCE_VERSION,
+        JAVA_REFERENCE,
+        fetch_jdk_module("jdk.httpserver"),
+        java_definitions,
+        unseen_sets.REWORDED_PHRASINGS_2,
     ),
 )
 SET_NAMES = tuple(code_base.corpus for code_base in CODE_BASES)

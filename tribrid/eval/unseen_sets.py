@@ -13,10 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS is a second table of wordings, written (session 8) by a helper that had never
-seen the question reader or any set; it was committed before any change made to the reader that
-session, and the sets asked in it are all held out: the held-out code bases of lang_sets, and
-`unseen-starlette-reworded` (the held-out starlette corpus, asked in these wordings only).
+REWORDED_PHRASINGS and REWORDED_PHRASINGS_2 are tables of wordings written (session 8) by
+helpers that had never seen the question reader or any set, each committed before the reader was
+changed after it. The first was measured once, held out (mobx, jdk.jshell, starlette asked in it),
+and then tuned on; the second replaced it as the held-out wording (three, jdk.httpserver, and
+`unseen-starlette-reworded-2`).
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from tribrid.config import REPO_ROOT
 from tribrid.eval.build_sets import SETS_DIR, module_name, write_jsonl
 
 LIBRARIES = ("anyio", "starlette")  # jinja2: its _identifier.py breaks sparse indexing (see the report)
-# a set asked in REWORDED_PHRASINGS only -> the library whose corpus it searches
-REWORDED_SETS = {"unseen-starlette-reworded": "starlette"}
-HELD_OUT = ("unseen-starlette", *REWORDED_SETS)
+# a set asked in other wordings only -> the library whose corpus it searches
+REWORDED_SETS = {"unseen-starlette-reworded": "starlette", "unseen-starlette-reworded-2": "starlette"}
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-2")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -98,6 +99,49 @@ REWORDED_PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("casual", "anything subclassing {x}?"),
         ("terse", "subclasses: {x}"),
     ),
+}
+
+# A second helper's wordings (see the module's docstring), verbatim.
+REWORDED_PHRASINGS_2: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("how-q", "How do I find every function that invokes {x}?"),
+        ("is-q", "Is {x} called from anywhere, or is it dead code?"),
+        ("can-you", "Can you trace all the call paths that lead into {x}?"),
+        ("need", "I need a list of every method that calls {x} before I change its signature."),
+        ("please", "Please list each caller of {x} so we can assess the impact of this change."),
+        ("instantiate", "Where in the codebase do we construct or instantiate {x}?"),
+        ("fan-in", "fan-in of {x}: which functions call into it"),
+        ("are-q", "Are there any remaining callers of {x} after the refactor?"),
+    ),
+    "callees": (
+        ("how-q", "How does {x} fan out, i.e. which functions does it call?"),
+        ("is-q", "Is {x} invoking any other methods internally, and if so which?"),
+        ("can-you", "Can you trace the outgoing calls from {x} one level deep?"),
+        ("need", "I need to know every method that {x} calls in its body."),
+        ("please", "Please enumerate the functions that get called from inside {x}."),
+        ("fan-out", "fan-out of {x}"),
+        ("delegate", "Which helper functions does {x} delegate to?"),
+        ("downstream", "downstream call graph of {x}"),
+    ),
+    "subclasses": (
+        ("how-q", "How many classes inherit from {x}, and which ones are they?"),
+        ("is-q", "Is {x} extended by any other class?"),
+        ("can-you", "Can you show me the inheritance hierarchy below {x}?"),
+        ("need", "I need every concrete class that implements the {x} interface."),
+        ("please", "Please list every derived class of {x}."),
+        ("override", "Which subclasses override methods inherited from {x}?"),
+        ("british", "Which classes specialise {x} through inheritance?"),
+        (
+            "review",
+            "Changing the constructor of {x} will break anything that subclasses it, so can someone"
+            " find all of those classes?",
+        ),
+    ),
+}
+# the wordings each reworded set is asked in
+REWORDED_TABLES = {
+    "unseen-starlette-reworded": REWORDED_PHRASINGS,
+    "unseen-starlette-reworded-2": REWORDED_PHRASINGS_2,
 }
 
 
@@ -275,7 +319,7 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
         counts[corpus] = len(items)
     for name, library in REWORDED_SETS.items():
         corpus = f"unseen-{library}"
-        items = build_set(dirs[corpus], random.Random(SEED), REWORDED_PHRASINGS)
+        items = build_set(dirs[corpus], random.Random(SEED), REWORDED_TABLES[name])
         write_jsonl(sets_dir / f"{name}.jsonl", items)
         manifest["sets"][name] = {"corpus": corpus, "queries": len(items)}
         counts[name] = len(items)
