@@ -264,7 +264,7 @@ REGRESSIONS: dict[str, list[pb_message.Message]] = {
                     legs=[fusion_options_pb2.LegSetting(leg=cast(legs_pb2.Leg.ValueType, -(2**31)))]
                 )
             )
-        )
+        ),
     ],
     # a corpus id of 30,000 characters echoed in the status message: the client dropped the
     # oversized trailer and answered RESOURCE_EXHAUSTED "Stream removed"

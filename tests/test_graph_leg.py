@@ -4,7 +4,6 @@ the extra GraphSearch RPCs and communities."""
 from __future__ import annotations
 
 import itertools
-import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -306,10 +305,13 @@ async def test_a_plain_name_ranks_its_definition_above_a_neighbour_with_many_pat
         assert plain[0].score == pytest.approx(1.0)
         assert plain[1].score == pytest.approx(1.0)  # capped at its seed's score
         assert plain[1].explain[0].graph.supporting_paths == 14
-        # "who calls widget" wants the callers: no cap there
+        # "who calls widget" wants the callers, and names `widget` exactly: the 13 near misses
+        # are no seeds there, so `user` is reached by its one call of `widget`
         callers = await graph_search(stack, corpus_id, "who calls widget", max_hops=1)
         assert names(callers)[0] == "user"
-        assert callers[0].score == pytest.approx(0.8 * (1 + 0.1 * math.log(14)))
+        assert callers[0].score == pytest.approx(0.8)
+        assert callers[0].explain[0].graph.supporting_paths == 1
+        assert not {"widget_a", "widget_m"} & set(names(callers))
 
 
 async def test_entity_types_restrict_seeds(stack: Stack, fixture_corpus: str) -> None:

@@ -197,6 +197,30 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ("importers", "relative clause", ["files that import config", "modules which require settings"]),
     ("importers", "passive", ["where is config imported"]),
     ("importers", "participle", ["modules importing utils", "files requiring config"]),
+    ("callers", "label", ["callers: parse_args", "usages: Session"]),
+    (
+        "callers",
+        "more nouns and participles",
+        ["incoming calls to flush", "anything calling retry", "where is flush being called"],
+    ),
+    ("callees", "label", ["callees: flush", "outgoing calls: Session"]),
+    (
+        "callees",
+        "more forms",
+        [
+            "Session outgoing calls",
+            "what gets called when flush runs",
+            "what's parse_args using",
+            "show me the functions called inside flush",
+        ],
+    ),
+    (
+        "subclasses",
+        "label and pronoun",
+        ["subclasses: Widget", "everything extending Widget", "one class inheriting from Protocol"],
+    ),
+    ("members", "label", ["methods: Session"]),
+    ("bases", "label", ["base classes: Client"]),
 ]
 
 

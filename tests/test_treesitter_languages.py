@@ -696,3 +696,21 @@ def test_bases_and_instantiations_no_scope_resolves_are_inferred_by_class_name(t
         ("shop/Publishers.Publishers.Bytes", "Flow.Missing", "inherits"),
         ("shop/Buffering.Buffering", "Trusted", "inherits"),
     }
+
+
+def test_names_imported_through_a_barrel_file_resolve_to_their_definitions(tmp_path: Path) -> None:
+    """`export * from "./x"` re-exports every name of x: an import from the barrel reaches the
+    definition (a proven call), through a barrel of barrels too."""
+    src = tmp_path / "src"
+    (src / "utils").mkdir(parents=True)
+    (src / "utils" / "props.ts").write_text(
+        "export function hasProp(target: object, key: string) {\n  return key in target\n}\n"
+    )
+    (src / "utils" / "index.ts").write_text('export * from "./props"\n')
+    (src / "internal.ts").write_text('export * from "./utils/index"\n')
+    (src / "decorators.ts").write_text(
+        'import { hasProp } from "./internal"\n\nexport function collect(target: object) {\n'
+        '  return hasProp(target, "annotations")\n}\n'
+    )
+    indexed = index(tmp_path)
+    assert ("calls", "src/decorators.collect", "src/utils/props.hasProp") in indexed.edges

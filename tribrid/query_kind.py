@@ -39,14 +39,16 @@ WORDS: dict[str, str] = {
     "call": r"(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|us(?:e|es|ed|ing)|referenc(?:e|es|ed|ing))",
     "callers": (
         r"(?:callers?|usages?|uses|references?|call[- ]?sites?|invocations?|invokers?"
-        r"|consumers?|calls\s+to)"
+        r"|consumers?|calls\s+to|incoming\s+calls)"
     ),
     # a participle after the thing asked for: "functions calling X", "classes extending Y"
     "calling": r"(?:calling|invoking|using|referencing)",
     "inheriting": r"(?:inheriting|extending|deriving|implementing|subclassing|specializing)",
     "importing": r"(?:importing|requiring)",
     # the head noun of a clause about code: "the functions X calls", "classes extending Y"
-    "things": r"(?:functions?|methods?|code|routines?|modules?|files?|classes|types?|interfaces?)",
+    "things": r"(?:functions?|methods?|code|routines?|modules?|files?|class(?:es)?|types?|interfaces?)",
+    # an indefinite pronoun heading a participle: "anything calling X", "everything extending Y"
+    "anything": r"(?:anything|everything|something|whatever)",
     # a name, not a relative pronoun, an auxiliary or another head noun ("classes that extend X",
     # "what class extends X" are about X's subclasses, not the bases of "that" or "class")
     "subject": (
@@ -104,6 +106,7 @@ FAMILIES: tuple[Family, ...] = (
             r"\bwhat\s+(?:is|are)\s+{name}\s+a\s+(?:subclass|subtype|child)\s+of\b",
             r"\b{find}\s+{the}{bases}\b",
             r"\b{things}\s+(?:class\s+)?{subject}\s+(?:inherits|extends|derives|implements|subclasses)\b",
+            r"^\s*{bases}\s*:",
         ),
     ),
     Family(
@@ -120,7 +123,8 @@ FAMILIES: tuple[Family, ...] = (
             r"\bwhere\s+(?:is|are)\s+{name}\s+(?:subclassed|extended|inherited|implemented)\b",
             r"^\s*{name}\s+{subclasses}\s*\??\s*$",
             r"\b{find}\s+{the}{subclasses}\b",
-            r"\b{things}\s+{inheriting}\s+(?:from\s+|on\s+)?{name}",
+            r"\b(?:{things}|{anything})\s+{inheriting}\s+(?:from\s+|on\s+)?{name}",
+            r"^\s*{subclasses}\s*:",
         ),
     ),
     # before members: "list the methods X calls" asks for callees, not for methods of X
@@ -138,7 +142,9 @@ FAMILIES: tuple[Family, ...] = (
             r"\bwhat\s+{members}\s+(?:does|do|did|has|have)\b",
             r"\bwhat\s+does\s+(?:class\s+)?{name}\s+(?:contain|define|have|hold|expose|provide)\b",
             r"^\s*(?:class\s+)?{name}\s+{members}\s*\??\s*$",
-            r"\b{find}\s+{the}{members}\b",
+            # "show the methods called in X" is about calls: the noun is modified, not asked for
+            r"\b{find}\s+{the}{members}\b(?!\s+(?:called|used|invoked|that|which|{calling}))",
+            r"^\s*{members}\s*:",
         ),
     ),
     Family(
@@ -148,7 +154,11 @@ FAMILIES: tuple[Family, ...] = (
             r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+{name}\s+(?:{call}|depend\s+on|rely\s+on|need)\b",
             r"\b{callees}\s+(?:of|from|in|by)\b",
             r"\b{name}{s}\s+{callees}\b",
-            r"\b(?:functions?|methods?|code|what)\s+(?:is\s+|are\s+)?(?:called|used|invoked)\s+(?:by|from|in|inside|within)\b",
+            r"\b(?:{things}|what|which\s+\w+)\s+(?:gets?\s+|is\s+|are\s+)?(?:called|used|invoked)"
+            r"\s+(?:by|from|in|inside|within|when)\b",
+            r"\bwhat(?:{s}|\s+is|\s+are)\s+{name}\s+(?:calling|invoking|using)\b",
+            r"^\s*{name}\s+{callees}\s*\??\s*$",
+            r"^\s*{callees}\s*:",
             r"\bwhat\s+{name}\s+(?:calls|uses|invokes|depends\s+on)\b",
             r"\b(?!(?:what|who|which|that|code|functions?|methods?|modules?)\b){name}\s+(?:depends|relies)\s+on\b",
             r"\b{find}\s+{the}{callees}\b",
@@ -163,14 +173,15 @@ FAMILIES: tuple[Family, ...] = (
             r"\b{code}\s+(?:that|which|where)\s+{call}\b",
             r"\b{callers}\s+(?:of|for|to)\b",
             r"\b{name}{s}\s+{callers}\b",
-            r"\bwhere\s+(?:is|are|was|were|does|do)\s+{name}\s+(?:get\s+)?(?:called|used|invoked|referenced|{call})\b",
+            r"\bwhere\s+(?:is|are|was|were|does|do)\s+{name}\s+(?:get\s+|being\s+)?(?:called|used|invoked|referenced|{call})\b",
             r"\b(?:is|are)\s+{name}\s+(?:ever\s+)?(?:called|used|invoked|referenced)\b",
             r"\b{name}\s+(?:is|are|gets|get)\s+(?:called|used|invoked|referenced)\s+(?:by|from|in|where)\b",
             r"\b{who}\s+(?:depends?|rel(?:y|ies))\s+on\b",
             r"^\s*{name}\s+{callers}\s*\??\s*$",
             r"\b{find}\s+{the}(?:{callers}|{code}\s+(?:that|which)\s+{call})\b",
             r"\b{find}\s+(?:where|who)\s+{name}\s+is\s+(?:called|used|invoked)\b",
-            r"\b(?:functions?|methods?|code|routines?|classes)\s+{calling}\s+{name}",
+            r"\b(?:functions?|methods?|code|routines?|class(?:es)?|{anything})\s+{calling}\s+{name}",
+            r"^\s*{callers}\s*:",
             r"\busers?\s+of\b",
         ),
     ),
@@ -192,13 +203,19 @@ MAX_QUESTION_CHARS = 300
 
 
 def detect_intent(query: str) -> Intent | None:
-    """What a structural question asks for, by the first phrasing family that matches."""
+    """What a structural question asks for: the family whose pattern reads the longest stretch of
+    it (the more of the question a reading explains, the likelier it is), the earlier family on a
+    tie ("show me the methods" is a members question, "the methods called inside X" a longer
+    callees one)."""
     if len(query) > MAX_QUESTION_CHARS:
         return None
+    best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
-        if any(p.search(query) for p in patterns):
-            return family.intent
-    return None
+        for pattern in patterns:
+            found = pattern.search(query)
+            if found is not None and (best is None or len(found.group()) > best[0]):
+                best = (len(found.group()), family.intent)
+    return best[1] if best is not None else None
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")

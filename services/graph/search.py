@@ -376,6 +376,15 @@ def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
     return min(settings.max_visited, max(4 * params.top_k, 100))
 
 
+def _name_like(terms: list[str], query: str) -> list[str]:
+    """The terms written as names: code-like ("parse_args", "Foo.bar", "fooBar") or capitalized
+    inside the sentence ("Where is Atom used"). A structural question is about one of them when
+    it has any; its other words ("every", "place", "anything") are the question's own."""
+    first = _IDENTIFIER.search(query)
+    opening = first.group() if first is not None else ""
+    return [t for t in terms if is_code_like(t) or (t[:1].isupper() and t != opening)]
+
+
 def _named_seeds(seeds: list[tuple[Entity, float]]) -> list[tuple[Entity, float]]:
     """A structural question names its subject: when some seed matches a name exactly, the near
     misses (prefix, one edit) go. Kept, they would rank their own definitions among the answers,
@@ -400,6 +409,8 @@ async def graph_search(
         return GraphResult([], {})
     plan = _traversal_plan(settings, params.query)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
+    if directional:
+        terms = _name_like(terms, params.query) or terms
     # One-edit fuzzy matching is for a mistyped name; in prose it only adds near-miss noise and is
     # the slowest fulltext query there is.
     fuzzy = len(terms) == 1 or any(is_code_like(t) for t in terms)

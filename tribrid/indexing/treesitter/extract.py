@@ -138,6 +138,9 @@ class _Extractor:
                 self.local[binding.local] = target
             if binding.export and binding.local:
                 self.graph.exports[binding.local] = target
+            elif binding.export and not binding.attrs and self.language in ("javascript", "typescript"):
+                # `export * from "./x"`: a barrel file re-exports every name of x
+                self.graph.star_imports.append(binding.spec)
 
     def _define(self, definition: ol.Definition, owner_id: str, prefix: str, classes: list[str]) -> None:
         if definition.kind == "function":

@@ -147,8 +147,14 @@ class SpecLocator:
             cid: ClassInfo(dict(info.methods), [self._base(graph, b) for b in info.bases])
             for cid, info in graph.classes.items()
         }
+        star_imports = [m.module for spec in graph.star_imports for m in self.locate(graph, spec, ())]
         return dataclasses.replace(
-            graph, pending=pending, exports=exports, classes=classes, module_imports=[]
+            graph,
+            pending=pending,
+            exports=exports,
+            classes=classes,
+            module_imports=[],
+            star_imports=star_imports,
         )
 
     @staticmethod
