@@ -740,3 +740,17 @@ async def test_graph_too_big_for_memory_is_searched_in_the_store(stack: Stack, f
         "test_checkout_flow",
         "checkout",
     ]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["who calls Shop.checkout", "Where is Shop.checkout being called from?", "callers: Shop.checkout"],
+)
+async def test_a_structural_question_seeds_on_the_names_it_writes(
+    stack: Stack, fixture_corpus: str, query: str
+) -> None:
+    """The name of a dotted reference ("checkout" of "Shop.checkout") seeds the walk; the
+    question's own words ("being", "called", "from") do not, even where one names an entity."""
+    found = names(await graph_search(stack, fixture_corpus, query, max_hops=1))
+    assert set(found[:2]) == {"handle_order", "api_checkout"}
+    assert "checkout" in found

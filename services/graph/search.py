@@ -382,7 +382,10 @@ def _name_like(terms: list[str], query: str) -> list[str]:
     it has any; its other words ("every", "place", "anything") are the question's own."""
     first = _IDENTIFIER.search(query)
     opening = first.group() if first is not None else ""
-    return [t for t in terms if is_code_like(t) or (t[:1].isupper() and t != opening)]
+    names = {t for t in terms if is_code_like(t) or (t[:1].isupper() and t != opening)}
+    # a dotted name's last part ("send" of "Client.send") is how the definition is named
+    parts = {t for t in terms if any(n.endswith("." + t) for n in names)}
+    return [t for t in terms if t in names or t in parts]
 
 
 def _named_seeds(seeds: list[tuple[Entity, float]]) -> list[tuple[Entity, float]]:
