@@ -714,3 +714,35 @@ def test_names_imported_through_a_barrel_file_resolve_to_their_definitions(tmp_p
     )
     indexed = index(tmp_path)
     assert ("calls", "src/decorators.collect", "src/utils/props.hasProp") in indexed.edges
+
+
+def test_definitions_after_generic_call_signatures_on_their_own_lines_are_read(tmp_path: Path) -> None:
+    """tree-sitter-typescript#335: `<T>(fn: T): T` lines without `;` in an interface broke the
+    whole file, and the functions after it were lost; line numbers stay those of the file."""
+    (tmp_path / "action.ts").write_text(
+        textwrap.dedent(
+            """
+            export interface ActionFactory extends Annotation, PropertyDecorator {
+                // nameless actions
+                <T extends Function | undefined | null>(fn: T): T
+                // named actions
+                <T extends Function | undefined | null>(name: string, fn: T): T
+
+                // named decorator
+                (customName: string): PropertyDecorator & Annotation
+            }
+
+            function createAction(name: string) {
+                return name
+            }
+
+            export function createActionFactory(auto: boolean) {
+                return createAction(auto ? "auto" : "plain")
+            }
+            """
+        ).lstrip("\n")
+    )
+    indexed = index(tmp_path)
+    functions = {(e[1], e[2], e[3]) for e in indexed.entities if e[0] == "function"}
+    assert functions == {("action.createAction", 11, 13), ("action.createActionFactory", 15, 17)}
+    assert ("calls", "action.createActionFactory", "action.createAction") in indexed.edges

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import tree_sitter_go
@@ -41,7 +42,30 @@ def grammar_name(source: SourceFile) -> str:
 
 
 def parse(source: SourceFile) -> Tree:
-    return Parser(grammar_for(grammar_name(source))).parse(source.text.encode("utf-8"))
+    name = grammar_name(source)
+    parser = Parser(grammar_for(name))
+    tree = parser.parse(source.text.encode("utf-8"))
+    if name == "typescript" and tree.root_node.has_error:
+        # tree-sitter-typescript#335: generic call signatures on separate lines without `;`
+        # (`<T>(fn: T): T` then `<T>(name: string, fn: T): T`) break the whole file. A second
+        # parse with the semicolons written, line numbers unchanged, is kept if it errs less.
+        fixed = parser.parse(_SIGNATURE_BREAK.sub(r"\1;", source.text).encode("utf-8"))
+        if _errors(fixed.root_node) < _errors(tree.root_node):
+            return fixed
+    return tree
+
+
+# A code line (not a comment) followed, past blank and comment lines, by a line opening with `<`.
+_SIGNATURE_BREAK = re.compile(
+    r"(?m)^((?![ \t]*(?://|/\*|\*))[^\n]*[^\s;{,(\[/*])(?=[ \t]*\n(?:[ \t]*(?://[^\n]*)?\n)*[ \t]*<)"
+)
+
+
+def _errors(node: Node) -> int:
+    """ERROR and missing nodes in a tree (read only for a tree that has some)."""
+    if not node.has_error:
+        return 0
+    return int(node.type == "ERROR" or node.is_missing) + sum(_errors(c) for c in node.children)
 
 
 def text(node: Node | None) -> str:
