@@ -706,7 +706,13 @@ def test_names_imported_through_a_barrel_file_resolve_to_their_definitions(tmp_p
     (src / "utils" / "props.ts").write_text(
         "export function hasProp(target: object, key: string) {\n  return key in target\n}\n"
     )
-    (src / "utils" / "index.ts").write_text('export * from "./props"\n')
+    # a barrel of many: the one defining the name is found past the others
+    for i in range(30):
+        (src / "utils" / f"part{i}.ts").write_text(f"export function part{i}() {{\n  return {i}\n}}\n")
+    exports = "".join(f'export * from "./part{i}"\n' for i in range(15))
+    exports += 'export * from "./props"\n'
+    exports += "".join(f'export * from "./part{i}"\n' for i in range(15, 30))
+    (src / "utils" / "index.ts").write_text(exports)
     (src / "internal.ts").write_text('export * from "./utils/index"\n')
     (src / "decorators.ts").write_text(
         'import { hasProp } from "./internal"\n\nexport function collect(target: object) {\n'

@@ -930,12 +930,20 @@ class _CorpusIndex:
             seen.add((module, attr))  # `from . import sub` in pkg/__init__ binds sub to itself
             binding = graph.exports.get(attr)
             if binding is None and graph.star_imports:
-                binding = AnyOf(tuple(ModuleAttr(m, (attr,)) for m in reversed(graph.star_imports)))
+                # the last star import wins; the modules that define the name come first, so a
+                # barrel of fifty (`export * from` each) does not spend the hop budget on the rest
+                stars = list(reversed(graph.star_imports))
+                defining = [m for m in stars if self._exports(m, attr)]
+                binding = AnyOf(tuple(ModuleAttr(m, (attr,)) for m in defining or stars))
             found = self._follow(binding, seen)
             if found is not None:
                 return found
         submodule = f"{module}.{attr}"
         return _ModuleTarget(submodule) if self.module(submodule) is not None else None
+
+    def _exports(self, module: str, attr: str) -> bool:
+        graph = self.module(module)
+        return graph is not None and attr in graph.exports
 
     def _follow(self, binding: Binding | None, seen: set[tuple[str, str]]) -> str | _ModuleTarget | None:
         if binding is None:
