@@ -776,87 +776,76 @@ def resolve_refs(
             elif ref.kind != "references":
                 unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind))
         unresolved.extend(graph.unresolved)
-    inferred = [
-        *infer_calls(graphs, unresolved, max_inferred_candidates),
-        *infer_bases(graphs, unresolved, max_inferred_candidates),
-    ]
+    inferred = infer_by_name(graphs, unresolved, max_inferred_candidates)
     proven = {(r.source_id, r.target_id, r.type) for g in graphs for r in g.relations}
     proven.update((r.source_id, r.target_id, r.type) for r in relations)
     relations.extend(r for r in inferred if (r.source_id, r.target_id, r.type) not in proven)
     return CorpusLinks(list(dict.fromkeys(relations)), unresolved)
 
 
-def infer_calls(
+@dataclass(frozen=True, slots=True)
+class _NameIndex:
+    """The corpus's definitions by (language, name): what an unresolved reference may mean."""
+
+    language_of: dict[str, str]  # entity id -> its file's language
+    methods: dict[tuple[str, str], set[str]]  # (language, method name) -> function ids
+    classes: dict[tuple[str, str], set[str]]  # (language, class name) -> class ids
+
+    @classmethod
+    def of(cls, graphs: list[FileGraph]) -> _NameIndex:
+        index = cls({}, {}, {})
+        names = {e.entity_id: e.name for g in graphs for e in g.entities}
+        for graph in graphs:
+            for entity in graph.entities:
+                index.language_of[entity.entity_id] = graph.language
+                if entity.type == "class":
+                    index.classes.setdefault((graph.language, entity.name), set()).add(entity.entity_id)
+            for info in graph.classes.values():
+                for method_id in info.methods.values():
+                    if method_id in names:  # by the entity's own name (Go's merged impl keys differ)
+                        index.methods.setdefault((graph.language, names[method_id]), set()).add(method_id)
+        return index
+
+    def candidates(self, ref: UnresolvedRef) -> tuple[Literal["calls", "inherits"], set[str]]:
+        """The relation an unresolved reference would be, and the definitions it may mean."""
+        language = self.language_of.get(ref.source_id, "")
+        if ref.kind == "inherits":
+            return "inherits", self.classes.get((language, _base_name(ref.name)), set())
+        if ref.method:
+            if ref.method in _BUILTIN_METHODS:
+                return "calls", set()
+            return "calls", self.methods.get((language, ref.method), set())
+        if ref.name.isidentifier():
+            # `new Inner()` / `Inner(...)` of a class no scope binds (a nested type of another
+            # class, one of the same package): the classes of that name
+            return "calls", self.classes.get((language, ref.name), set())
+        return "calls", set()
+
+
+def infer_by_name(
     graphs: list[FileGraph], unresolved: list[UnresolvedRef], max_candidates: int
 ) -> list[Relation]:
-    """Call edges inferred by method name for unresolved `x.m()` calls (see `resolve_refs`), and by
-    class name for unresolved instantiations `C(...)` / `new C()` of a class the corpus defines.
+    """Edges inferred by name for references the scopes did not resolve (see `resolve_refs`):
+    `calls` by method name for `x.m()` on a receiver of unknown type and by class name for an
+    instantiation; `inherits` by class name for a base (a nested type named from a sibling, a type
+    of the same package, `Outer.Inner`). In the caller's language, confidence 1 / candidates, when
+    at most max_candidates share the name.
 
     A method name that builtin types define (`get`, `append`, `join`, ...) is left alone: most such
     calls in Python are on dicts, lists and strings, and no corpus method is their target.
     """
     if max_candidates <= 0:
         return []
-    methods: dict[tuple[str, str], set[str]] = {}  # (language, method name) -> function ids
-    classes: dict[tuple[str, str], set[str]] = {}  # (language, class name) -> class ids
-    language_of: dict[str, str] = {}
-    names = {e.entity_id: e.name for g in graphs for e in g.entities}
-    for graph in graphs:
-        for entity in graph.entities:
-            language_of[entity.entity_id] = graph.language
-            if entity.type == "class":
-                classes.setdefault((graph.language, entity.name), set()).add(entity.entity_id)
-        for info in graph.classes.values():
-            for method_id in info.methods.values():
-                if method_id in names:  # keyed by the entity's own name (Go's merged impl keys differ)
-                    methods.setdefault((graph.language, names[method_id]), set()).add(method_id)
+    index = _NameIndex.of(graphs)
     inferred: list[Relation] = []
     for ref in unresolved:
-        language = language_of.get(ref.source_id, "")
-        if ref.method and ref.method not in _BUILTIN_METHODS:
-            candidates = methods.get((language, ref.method), set())
-        elif ref.kind == "calls" and ref.name.isidentifier():
-            # `new Inner()` / `Inner(...)` of a class no scope binds (a nested type of another
-            # class, one of the same package): the classes of that name
-            candidates = classes.get((language, ref.name), set())
-        else:
-            continue
-        candidates = candidates - {ref.source_id}
-        if 0 < len(candidates) <= max_candidates:
-            confidence = 1.0 / len(candidates)
+        rel_type, found = index.candidates(ref)
+        targets = found - {ref.source_id}
+        if 0 < len(targets) <= max_candidates:
+            confidence = 1.0 / len(targets)
             inferred.extend(
-                Relation(ref.source_id, target, "calls", inferred=True, confidence=confidence)
-                for target in sorted(candidates)
-            )
-    return inferred
-
-
-def infer_bases(
-    graphs: list[FileGraph], unresolved: list[UnresolvedRef], max_candidates: int
-) -> list[Relation]:
-    """`inherits` edges inferred by class name for bases the scopes did not resolve (a nested
-    type named from a sibling, a type of the same package, `Outer.Inner`): to the corpus's classes
-    of the subclass's language with the base's last name, when at most max_candidates have it."""
-    if max_candidates <= 0:
-        return []
-    classes: dict[tuple[str, str], set[str]] = {}  # (language, class name) -> class ids
-    language_of: dict[str, str] = {}
-    for graph in graphs:
-        for entity in graph.entities:
-            language_of[entity.entity_id] = graph.language
-            if entity.type == "class":
-                classes.setdefault((graph.language, entity.name), set()).add(entity.entity_id)
-    inferred: list[Relation] = []
-    for ref in unresolved:
-        name = _base_name(ref.name) if ref.kind == "inherits" else ""
-        if not name:
-            continue
-        candidates = classes.get((language_of.get(ref.source_id, ""), name), set()) - {ref.source_id}
-        if 0 < len(candidates) <= max_candidates:
-            confidence = 1.0 / len(candidates)
-            inferred.extend(
-                Relation(ref.source_id, target, "inherits", inferred=True, confidence=confidence)
-                for target in sorted(candidates)
+                Relation(ref.source_id, target, rel_type, inferred=True, confidence=confidence)
+                for target in sorted(targets)
             )
     return inferred
 
