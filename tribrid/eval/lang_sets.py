@@ -15,8 +15,10 @@
   `jdk.httpserver`), asked in unseen_sets.REWORDED_PHRASINGS_2.
 
 rxjs and java.net.http were held out until session 8, which tuned on them. mobx and jdk.jshell
-replaced them, were measured once held out, and were then tuned on in the same session; three and
-jdk.httpserver are the held-out code bases now (HELD_OUT). Nothing may be tuned on a held-out set.
+replaced them, then three and jdk.httpserver; each round was measured once held out and then tuned
+on (evals/README.md, "Held-out rounds"). REWORDED_SETS asks three and jdk.httpserver again in
+unseen_sets.REWORDED_PHRASINGS_3: those are held out now (HELD_OUT). Nothing may be tuned on a
+held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
 constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
@@ -54,7 +56,12 @@ MOBX_VERSION = "6.16.1"
 THREE_VERSION = "0.187.0"
 JDK_SOURCE_PACKAGE = "openjdk-17-source"
 JDK_SOURCE_VERSION = "17.0.19+10-1~deb12u2"
-HELD_OUT = ("unseen-three", "unseen-jdk-httpserver")
+# a set asked in other wordings over a code base's corpus -> (that corpus, the wordings)
+REWORDED_SETS: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
+    "unseen-three-reworded-3": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_3),
+    "unseen-jdk-httpserver-reworded-3": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_3),
+}
+HELD_OUT = tuple(REWORDED_SETS)
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".
@@ -262,6 +269,7 @@ CODE_BASES = (
     ),
 )
 SET_NAMES = tuple(code_base.corpus for code_base in CODE_BASES)
+ALL_SET_NAMES = (*SET_NAMES, *REWORDED_SETS)
 
 
 def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
@@ -288,19 +296,28 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
     manifest = json.loads(manifest_path.read_text())
     counts: dict[str, int] = {}
     dirs = corpus_dirs(work_dir)
+    parsed: dict[str, Extracted] = {}
     for code_base in CODE_BASES:
-        extracted = code_base.parse(dirs[code_base.corpus], work_dir)
+        extracted = parsed[code_base.corpus] = code_base.parse(dirs[code_base.corpus], work_dir)
         items = build_set(code_base, extracted, random.Random(SEED))
         write_jsonl(sets_dir / f"{code_base.corpus}.jsonl", items)
         manifest["sets"][code_base.corpus] = {"corpus": code_base.corpus, "queries": len(items)}
         manifest["packages"][code_base.package] = code_base.version
         counts[code_base.corpus] = len(items)
+    for name, (corpus, phrasings) in REWORDED_SETS.items():
+        extracted = parsed[corpus]
+        items = build_questions(
+            extracted.defs, extracted.calls, extracted.bases, random.Random(SEED), phrasings
+        )
+        write_jsonl(sets_dir / f"{name}.jsonl", items)
+        manifest["sets"][name] = {"corpus": corpus, "queries": len(items)}
+        counts[name] = len(items)
     manifest["packages"].pop("typescript (ground truth of unseen-rxjs)", None)
     manifest["packages"].pop("javac (ground truth of unseen-java-net-http)", None)
     manifest["packages"]["typescript (ground truth of the TypeScript sets)"] = TYPESCRIPT_VERSION
     javac = subprocess.run(["javac", "-version"], capture_output=True, text=True, check=True)
     manifest["packages"]["javac (ground truth of the Java sets)"] = javac.stdout.split()[-1]
-    unseen_sets.register_held_out(manifest, SET_NAMES, HELD_OUT)
+    unseen_sets.register_held_out(manifest, ALL_SET_NAMES, HELD_OUT)
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return counts
 

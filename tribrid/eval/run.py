@@ -59,7 +59,7 @@ SET_NAMES = (
     *doc_sets.DOC_SET_CORPUS,
     *(f"unseen-{library}" for library in unseen_sets.LIBRARIES),
     *unseen_sets.REWORDED_SETS,
-    *lang_sets.SET_NAMES,
+    *lang_sets.ALL_SET_NAMES,
 )
 console = Console(width=max(Console().width, 130))
 

@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS and REWORDED_PHRASINGS_2 are tables of wordings written (session 8) by
-helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first was measured once, held out (mobx, jdk.jshell, starlette asked in it),
-and then tuned on; the second replaced it as the held-out wording (three, jdk.httpserver, and
-`unseen-starlette-reworded-2`).
+REWORDED_PHRASINGS, REWORDED_PHRASINGS_2 and REWORDED_PHRASINGS_3 are tables of wordings written
+(session 8) by helpers that had never seen the question reader or any set, each committed before
+the reader was changed after it. The first two were each measured once while held out (rounds 2
+and 3 of evals/README.md), then tuned on; the third is the held-out wording now
+(`unseen-starlette-reworded-3`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -40,8 +40,12 @@ from tribrid.eval.build_sets import SETS_DIR, module_name, write_jsonl
 
 LIBRARIES = ("anyio", "starlette")  # jinja2: its _identifier.py breaks sparse indexing (see the report)
 # a set asked in other wordings only -> the library whose corpus it searches
-REWORDED_SETS = {"unseen-starlette-reworded": "starlette", "unseen-starlette-reworded-2": "starlette"}
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-2")
+REWORDED_SETS = {
+    "unseen-starlette-reworded": "starlette",
+    "unseen-starlette-reworded-2": "starlette",
+    "unseen-starlette-reworded-3": "starlette",
+}
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-3")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -138,10 +142,84 @@ REWORDED_PHRASINGS_2: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
 }
+# A third helper's wordings (see the module's docstring), verbatim.
+REWORDED_PHRASINGS_3: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("search-terse", "{x} invoked where"),
+        ("backtick-question", "Which parts of the codebase end up calling `{x}`?"),
+        ("delete-goal", "Before I delete {x}, I need to know every function that still makes a call to it."),
+        (
+            "pr-comment",
+            "Did you check what else calls into {x}? Changing its signature could break the code"
+            " that hits it.",
+        ),
+        (
+            "slack-informal",
+            "hey quick q, what code paths lead into {x}? grep is giving me way too much noise",
+        ),
+        (
+            "non-native",
+            "Please show me which methods are calling the {x}, I want understand who is using it.",
+        ),
+        (
+            "long-chat",
+            "I'm refactoring our error handling. Can you give me a complete list of methods across the repo"
+            " that call {x}, including the ones in tests?",
+        ),
+        ("instantiation", "Where in the code do we create new instances of {x}?"),
+    ),
+    "callees": (
+        ("search-terse", "{x} internal calls"),
+        ("backtick-question", "What other functions does `{x}` reach out to when it executes?"),
+        (
+            "inline-goal",
+            "Before I inline {x}, show me the helper functions it invokes so I know what I'm pulling in.",
+        ),
+        ("slack-informal", "yo does {x} hit any other functions or is it self-contained?"),
+        (
+            "non-native",
+            "Which are the functions that {x} is calling inside of it? I want know what happen when I"
+            " use it.",
+        ),
+        (
+            "pr-comment",
+            "Can you list what {x} calls out to? I'm worried it triggers a DB write somewhere further down.",
+        ),
+        (
+            "long-chat",
+            "I'm trying to understand {x} without reading the whole thing. Could you give me a rundown of the"
+            " methods and functions it calls directly?",
+        ),
+        ("name-first", "{x}: which routines does it call into?"),
+    ),
+    "subclasses": (
+        ("search-terse", "classes extending {x}"),
+        ("backtick-question", "Which classes have `{x}` as their parent or base class?"),
+        (
+            "refactor-goal",
+            "Before I add an abstract method to {x}, I need to know every class that has it as a superclass"
+            " so I can update them all.",
+        ),
+        ("slack-informal", "anyone know what classes subclass {x}? wanna change the constructor"),
+        ("non-native", "Please give me all the class which is extending from {x}, I need to modify them."),
+        (
+            "pr-comment",
+            "This changes the contract of {x}. Have you checked all the classes built on top of it through"
+            " inheritance?",
+        ),
+        ("interface", "Which structs or classes fulfill the {x} interface?"),
+        (
+            "long-chat",
+            "I'm looking at the class hierarchy and want to see all the descendants of {x}, both the direct"
+            " children and the ones further down.",
+        ),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
     "unseen-starlette-reworded-2": REWORDED_PHRASINGS_2,
+    "unseen-starlette-reworded-3": REWORDED_PHRASINGS_3,
 }
 
 
