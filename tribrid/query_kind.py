@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from tribrid.query_cues import read_relation
+
 Intent = Literal["callers", "callees", "members", "subclasses", "bases", "importers"]
 QueryKind = Literal["structural", "identifier", "natural", "mixed"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("structural", "identifier", "natural", "mixed")
@@ -154,7 +156,7 @@ FAMILIES: tuple[Family, ...] = (
             r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+{name}\s+(?:{call}|depend\s+on|rely\s+on|need)\b",
             r"\b{callees}\s+(?:of|from|in|by)\b",
             r"\b{name}{s}\s+{callees}\b",
-            r"\b(?:{things}|what|which\s+\w+)\s+(?:gets?\s+|is\s+|are\s+)?(?:called|used|invoked)"
+            r"\b(?:{things}|what|which\s+\w+)\s+(?:that\s+|which\s+)?(?:gets?\s+|is\s+|are\s+)?(?:called|used|invoked)"
             r"\s+(?:by|from|in|inside|within|when)\b",
             r"\bwhat(?:{s}|\s+is|\s+are)\s+{name}\s+(?:calling|invoking|using)\b",
             r"^\s*{name}\s+{callees}\s*\??\s*$",
@@ -206,7 +208,7 @@ def detect_intent(query: str) -> Intent | None:
     """What a structural question asks for: the family whose pattern reads the longest stretch of
     it (the more of the question a reading explains, the likelier it is), the earlier family on a
     tie ("show me the methods" is a members question, "the methods called inside X" a longer
-    callees one)."""
+    callees one). A wording no family reads gets the cue reading (`tribrid.query_cues`)."""
     if len(query) > MAX_QUESTION_CHARS:
         return None
     best: tuple[int, Intent] | None = None
@@ -215,7 +217,7 @@ def detect_intent(query: str) -> Intent | None:
             found = pattern.search(query)
             if found is not None and (best is None or len(found.group()) > best[0]):
                 best = (len(found.group()), family.intent)
-    return best[1] if best is not None else None
+    return best[1] if best is not None else read_relation(query)
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")

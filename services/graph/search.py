@@ -377,12 +377,14 @@ def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
 
 
 def _name_like(terms: list[str], query: str) -> list[str]:
-    """The terms written as names: code-like ("parse_args", "Foo.bar", "fooBar") or capitalized
-    inside the sentence ("Where is Atom used"). A structural question is about one of them when
-    it has any; its other words ("every", "place", "anything") are the question's own."""
+    """The terms written as names: code-like ("parse_args", "Foo.bar", "fooBar"), capitalized
+    inside the sentence ("Where is Atom used") or in backticks ("who calls `flush`"). A structural
+    question is about one of them when it has any; its other words ("every", "place", "anything")
+    are the question's own."""
     first = _IDENTIFIER.search(query)
     opening = first.group() if first is not None else ""
-    names = {t for t in terms if is_code_like(t) or (t[:1].isupper() and t != opening)}
+    quoted = {w for span in re.findall(r"`([^`]+)`", query) for w in _IDENTIFIER.findall(span)}
+    names = {t for t in terms if is_code_like(t) or (t[:1].isupper() and t != opening) or t in quoted}
     # a dotted name's last part ("send" of "Client.send") is how the definition is named
     parts = {t for t in terms if any(n.endswith("." + t) for n in names)}
     return [t for t in terms if t in names or t in parts]

@@ -1,0 +1,55 @@
+"""The cue reading of structural questions (tribrid.query_cues): relation words and where the name
+stands, for wordings no phrasing family was written for. Rows are this file's own wordings."""
+
+from __future__ import annotations
+
+import pytest
+
+from tribrid.query_cues import read_relation
+from tribrid.query_kind import detect_intent
+
+READINGS: list[tuple[str, str]] = [
+    # callers: the name is the object, or a noun says so
+    ("Could somebody check what ends up calling `flush_buffers`?", "callers"),
+    ("Is there code that still makes a call to LegacyWriter before we drop it?", "callers"),
+    ("does anything call into parse_headers at all?", "callers"),
+    ("we need the fan-in for Session.send", "callers"),
+    ("where do we instantiate RetryPolicy", "callers"),
+    ("new instances of ConnectionPool: where?", "callers"),
+    ("parse_headers invoked where", "callers"),
+    # callees: the name (or "it") is the subject, the agent of a passive, or a noun says so
+    ("Before I move `flush_buffers`, tell me which helpers it invokes.", "callees"),
+    ("Is Session.send calling anything else?", "callees"),
+    ("What does flush_buffers end up delegating to?", "callees"),
+    ("fan out of parse_headers", "callees"),
+    ("any outgoing edges from Session.send?", "callees"),
+    ("show the helpers invoked from within flush_buffers", "callees"),
+    # subclasses / bases
+    ("Which types have `BaseTransport` as their parent?", "subclasses"),
+    ("anyone know what specializes RetryPolicy?", "subclasses"),
+    ("I want the whole hierarchy under BaseTransport", "subclasses"),
+    ("Which classes are derived from `Widget`, directly or not?", "subclasses"),
+    ("What is the superclass of HTTPTransport?", "bases"),
+    ("HTTPTransport extends what exactly?", "bases"),
+]
+
+
+@pytest.mark.parametrize(("query", "relation"), READINGS)
+def test_relation_words_and_the_names_place_give_the_reading(query: str, relation: str) -> None:
+    assert read_relation(query) == relation
+    assert detect_intent(query) == relation
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how do I call an API with a timeout?",  # no name
+        "call_on_close",  # a name, not a question about calls
+        "Register a `ShellComplete` subclass under the given name",  # a docstring: prose about code
+        "Unwind the exit stack by calling its :meth:`__exit__` providing the exception information",
+        "Return a new QueryParams instance, setting the value of a key",
+        "What is the difference between BaseTransport and HTTPTransport?",  # no relation word
+    ],
+)
+def test_no_reading_without_a_name_a_relation_or_a_question(query: str) -> None:
+    assert read_relation(query) is None

@@ -1,0 +1,150 @@
+"""A second reading of a structural question, for wordings no phrasing family in
+`tribrid.query_kind` was written for: relation words anywhere in the question, and which way the
+relation points, from where the name asked about stands against them.
+
+- which relation: a word of inheritance ("subclass", "extends", "hierarchy", "superclass") or of
+  calling ("call", "invoke", "instantiate", "callers", "fan-out"); inheritance first, since its
+  questions often say why ("... wanna change the constructor");
+- which way: a noun says it ("callers", "callees", "descendants", "superclass"); a verb says it by
+  voice and position. The name (or "it" after it) before an active verb is its subject ("X calls",
+  "does X invoke", "the helpers it invokes": what X calls); after the verb it is the object
+  ("calling X", "a call to X": what calls X). A passive with the name before it ("X invoked
+  where") or as its agent ("called by X") turns that round.
+
+No name, no reading: "how do I call an API" asks nothing about a definition. And only a question
+is read: a question mark, a question or request word first ("which", "can", "show", "please",
+"I need"), or a few words; "Register a `Shell` subclass under the given name" (a docstring) is
+prose about code, not a question about it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Relation = Literal["callers", "callees", "subclasses", "bases"]
+
+_TOKEN = re.compile(r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")  # fooBar, HTTPServer
+# Cues are stems: a word counts when it starts with one ("invok": invoke, invokes, invoked, ...).
+_INHERIT_VERBS = (
+    "inherit",
+    "extend",
+    "subclassing",
+    "subclassed",
+    "deriv",
+    "implement",
+    "speciali",
+    "fulfil",
+    "overrid",
+)
+_DOWN_NOUNS = (
+    "subclass",
+    "descendant",
+    "child",
+    "children",
+    "implementation",
+    "implementer",
+    "hierarchy",
+    "subtype",
+    "heir",
+)
+_UP_NOUNS = ("superclass", "parent", "base", "ancestor", "supertype")
+_INHERIT_NOUNS = ("inheritance",)  # a relation without a direction: subclasses, the common ask
+_CALL_VERBS = ("call", "invok", "instantiat", "delegat")
+_IN_NOUNS = ("caller", "instance", "usages", "incoming", "fanin", "invoker")
+_OUT_NOUNS = ("callee", "outgoing", "fanout", "downstream", "internally", "internal")
+_PRONOUNS = frozenset(("it", "itself"))  # stand for the name once it is said
+_TOWARD = frozenset(("to", "into", "on"))  # "a call to X", "calls into X"
+_AGENT = frozenset(("by", "from", "inside", "within", "in"))  # "called by X", "invoked from within X"
+_RELATIVE = frozenset(("that", "which", "who"))
+_HAVE = frozenset(("has", "have", "having"))
+# How English opens a question or a request: interrogatives, auxiliaries, request verbs, the asker.
+_OPENERS = frozenset(
+    """who whom whose what which where when why how is are was were does do did can could would
+    will should shall may might any anyone anybody anything please show list find give tell get
+    enumerate trace check look search i i'm im we we're my our hey hi yo so and but before after
+    need want help""".split()
+)
+_TERSE_WORDS = 6  # a query this short is a search, not prose
+
+
+def _is_name(token: str, position: int) -> bool:
+    """A token written as a name: backticked, code-like, or capitalized inside the sentence."""
+    if token.startswith("`"):
+        return True
+    bare = token.removesuffix("()")
+    if "_" in bare.strip("_") or "." in bare or bare != token or _CAMEL.search(bare):
+        return True
+    return position > 0 and bare[:1].isupper() and not bare.isupper()
+
+
+def read_relation(query: str) -> Relation | None:
+    """The relation a structural question asks for; None when it names nothing or says no
+    relation."""
+    words = _TOKEN.findall(re.sub(r"\bfan[- ]?(in|out)\b", r"fan\1", query, flags=re.IGNORECASE))
+    if not words or not _is_question(query, words):
+        return None
+    name_at = next((i for i, w in enumerate(words) if w.startswith("`")), None)
+    if name_at is None:
+        name_at = next((i for i, w in enumerate(words) if _is_name(w, i)), None)
+    if name_at is None:
+        return None
+    # a name is no cue ("call_on_close" is a name, not a question about calls)
+    lowered = ["" if _is_name(w, i) else w.lower() for i, w in enumerate(words)]
+    mentions = {name_at} | {i for i, w in enumerate(lowered) if i > name_at and w in _PRONOUNS}
+    return _inheritance(lowered, mentions) or _calls(lowered, mentions)
+
+
+def _is_question(query: str, words: list[str]) -> bool:
+    return "?" in query or words[0].lower() in _OPENERS or len(words) <= _TERSE_WORDS
+
+
+def _next(lowered: list[str], i: int) -> str:
+    return lowered[i + 1] if i + 1 < len(lowered) else ""
+
+
+def _subject(lowered: list[str], mentions: set[int], verb_at: int) -> bool:
+    """The name is the verb's subject: said before it, with no relative pronoun between them
+    ("X, and the classes that extend it" has the classes for subject)."""
+    before = [m for m in mentions if m < verb_at]
+    return bool(before) and not _RELATIVE & set(lowered[max(before) + 1 : verb_at])
+
+
+def _inheritance(lowered: list[str], mentions: set[int]) -> Relation | None:
+    seen = False
+    for i, word in enumerate(lowered):
+        if word.startswith(_UP_NOUNS):
+            # "classes that have X as their parent": X is the base, the answer its subclasses
+            has_as = any(
+                lowered[j] in _HAVE and j + 1 in mentions and "as" in lowered[j + 2 : i]
+                for j in range(max(0, i - 6), i)
+            )
+            return "subclasses" if has_as else "bases"
+        if word.startswith(_DOWN_NOUNS) and not word.startswith(_INHERIT_VERBS):
+            return "subclasses"
+        if word.startswith(_INHERIT_VERBS) and not word.startswith(_INHERIT_NOUNS):
+            passive = word.endswith("ed") and _next(lowered, i) == "by"
+            return "bases" if _subject(lowered, mentions, i) and not passive else "subclasses"
+        seen = seen or word.startswith(_INHERIT_NOUNS)
+    return "subclasses" if seen else None
+
+
+def _calls(lowered: list[str], mentions: set[int]) -> Relation | None:
+    for i, word in enumerate(lowered):
+        if word.startswith(_IN_NOUNS) and (not word.startswith("instance") or _next(lowered, i) == "of"):
+            return "callers"  # "callers", "new instances of X"
+        if word.startswith(_OUT_NOUNS):
+            return "callees"
+        if not word.startswith(_CALL_VERBS):
+            continue
+        after = any(m > i for m in mentions)
+        if word.startswith("instantiat") or (after and _next(lowered, i) in _TOWARD):
+            return "callers"  # "instantiate X", "a call to X", "calls into X"
+        passive = word.endswith("ed")
+        if passive and after and _next(lowered, i) in _AGENT:
+            return "callees"  # "called by X", "invoked from within X"
+        if _subject(lowered, mentions, i):
+            return "callers" if passive else "callees"  # "X invoked where" / "X calls", "it invokes"
+        return "callers"  # "calling X", "which parts end up calling X"
+    return None
