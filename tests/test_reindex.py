@@ -462,13 +462,15 @@ async def test_include_communities_false_skips_the_step(stack: Stack, tmp_path: 
     assert await stack.resources.graph().community_count(key) == 0
 
 
-async def test_a_corpus_of_an_older_index_format_is_redone_whole(stack: Stack, tmp_path: Path) -> None:
+async def test_a_corpus_of_an_older_index_format_is_redone_whole_reusing_equal_vectors(
+    stack: Stack, tmp_path: Path
+) -> None:
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE_REPO, root)
     first = await index(stack, stack.resources.embedder(), "reindex-format", root)
     before = await snapshot(stack, "reindex-format")
     pool = await stack.resources.pool()
-    # As if the corpus had been indexed by an older release, which chunked differently.
+    # As if the corpus had been indexed by an older release, whose graph was made differently.
     await pool.execute(
         "UPDATE corpora SET index_format = $2 WHERE corpus_id = $1", "reindex-format", INDEX_FORMAT - 1
     )
@@ -476,7 +478,8 @@ async def test_a_corpus_of_an_older_index_format_is_redone_whole(stack: Stack, t
     embedder = RecordingEmbedder(stack.resources.embedder())
     redone = await index(stack, embedder, "reindex-format", root)
     assert redone.files_changed == first.files_changed > 0 and redone.files_deleted == 0
-    assert len(embedder.texts) == len(before.chunks)
+    # every file is chunked and its graph made again; the texts are the same, so no vector is new
+    assert embedder.texts == [] and redone.chunks_reused == len(before.chunks)
     assert redone.generation == first.generation + 1
     # Every row is the new generation's, and nothing else changed.
     generations = await pool.fetch(

@@ -385,7 +385,9 @@ class IndexPipeline:
             fold_accents=self._cfg.sparse.fold_accents,
         )
         try:
-            reuse = committed is not None and same_format
+            # A vector is reused only for the same model, prefixes and text (its embed_hash), so
+            # a new index format that leaves a chunk's text alone (a graph change) embeds nothing.
+            reuse = committed is not None
             async for event in self._parse_and_embed(corpus_id, changed, parsed, rows, counts, cache, reuse):
                 yield event
             with counts.timed("postgres_wait"):
