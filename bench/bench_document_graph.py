@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import socket
 import statistics
 import time
 from datetime import UTC, datetime
@@ -29,6 +28,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from bench.procstack import free_port
 from services.indexer.document_graph import similar_chunks
 from tribrid.config import REPO_ROOT, load_config
 from tribrid.graphstore import open_graph_store
@@ -38,12 +38,6 @@ from tribrid.stores import embedded
 
 RESULTS = REPO_ROOT / "bench" / "results"
 console = Console(width=max(Console().width, 110))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def clustered_vectors(count: int, dim: int, topics: int, noise: float, seed: int) -> dict[str, np.ndarray]:
@@ -59,8 +53,8 @@ async def write_graph(args: argparse.Namespace, vectors: dict[str, np.ndarray], 
     state = Path(args.state_dir)
     cfg = load_config(
         state_dir=state,
-        postgres={"port": _free_port()},
-        graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_bdg_"},
+        postgres={"port": free_port()},
+        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_bdg_"},
         telemetry={"metrics_port": 0},
     )
     embedded.up(cfg)

@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import socket
 import statistics
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bench.procstack import free_port
 from services.graph.documents import DocumentSettings, document_expansion, document_search
 from services.graph.search import GraphResult
 from tribrid.config import TriBridConfig, load_config
@@ -37,12 +37,6 @@ GENERATION = 1
 TYPES = ("person", "organization", "location", "event")
 _SYLLABLES = ["al", "ber", "cor", "dan", "el", "fra", "gor", "hal", "in", "jo", "kel", "lor", "mar", "nor"]
 _SUFFIX = {"person": "", "organization": " Group", "location": " Valley", "event": " Summit"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def synthetic_graph(
@@ -158,8 +152,8 @@ def summary(took: list[float]) -> str:
 async def run(args: argparse.Namespace) -> None:
     cfg: TriBridConfig = load_config(
         state_dir=Path(args.state_dir),
-        postgres={"port": _free_port(), "database": "tribrid_bench"},
-        graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_bench_"},
+        postgres={"port": free_port(), "database": "tribrid_bench"},
+        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_bench_"},
     )
     embedded.down(cfg)
     embedded.up(cfg)

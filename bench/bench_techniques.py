@@ -22,7 +22,6 @@ import asyncio
 import itertools
 import json
 import shutil
-import socket
 import statistics
 import time
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import click_corpus
+from bench.procstack import free_port
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
@@ -60,12 +60,6 @@ MODES: dict[str, list[str]] = {
     "multi_query": ["multi_query"],
     "hyde+multi_query": ["hyde", "multi_query"],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _instant(counter: itertools.count[int]) -> Any:
@@ -123,8 +117,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     state = Path(args.state_dir)
     cfg = load_config(
         state_dir=state,
-        postgres={"port": _free_port(), "database": "tribrid_bench_techniques"},
-        graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_bt_"},
+        postgres={"port": free_port(), "database": "tribrid_bench_techniques"},
+        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_bt_"},
         embedding={"num_threads": 2},
         services={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")},
         telemetry={"metrics_port": 0},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,18 +16,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from bench.procstack import free_port
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
 from tribrid.legs import BY_NAME
 from tribrid.serve import ALL_SERVICES, Resources, start_services
 from tribrid.server import RunningServer
 from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_options_pb2, indexer_pb2, indexer_pb2_grpc
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -38,8 +32,8 @@ def config() -> Iterator[TriBridConfig]:
     cfg = load_config(
         # TRIBRID_TEST_STATE_DIR lets several test sessions run side by side on one machine
         state_dir=Path(os.environ.get("TRIBRID_TEST_STATE_DIR", REPO_ROOT / ".state" / "test")),
-        postgres={"port": _free_port(), "database": "tribrid_test"},
-        graph_store={"falkordb_port": _free_port(), "graph_prefix": "tribrid_test_"},
+        postgres={"port": free_port(), "database": "tribrid_test"},
+        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_test_"},
         embedding={"num_threads": 2},
     )
     embedded.down(cfg)  # stores a killed run left in this state dir, whatever port they hold

@@ -14,9 +14,10 @@ import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.procstack import free_port, wait_serving
 from services.bridge.service import start_bridge
 from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack
-from tests.test_gateway_faults_more import _free_port, _serve_subprocess, _wait_serving
+from tests.test_gateway_faults_more import _serve_subprocess
 from tribrid.config import TriBridConfig
 from tribrid.legs import BY_NAME, search_method
 from tribrid.v1 import common_pb2, indexer_pb2, indexer_pb2_grpc
@@ -40,10 +41,10 @@ async def test_sigterm_finishes_in_flight_indexing_then_exits(
         shutil.copytree(FIXTURE_REPO, tmp_path / corpus)
         roots.append(tmp_path / corpus)
     monkeypatch.setenv("TRIBRID_SERVICES__SHUTDOWN_GRACE_S", "120")
-    port = _free_port()
+    port = free_port()
     proc = _serve_subprocess(config, "indexer", port)
     try:
-        await _wait_serving(port, proc, timeout_s=180)
+        await wait_serving(f"127.0.0.1:{port}", 180, proc)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = indexer_pb2_grpc.IndexerStub(channel)
             watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
@@ -99,10 +100,10 @@ async def test_sigterm_reports_not_serving_and_keeps_serving_through_the_drain_d
 ) -> None:
     # Long enough that the search below, sent once NOT_SERVING is seen, lands inside the delay.
     monkeypatch.setenv("TRIBRID_SERVICES__DRAIN_DELAY_S", "4")
-    port = _free_port()
+    port = free_port()
     proc = _serve_subprocess(config, "sparse", port)
     try:
-        await _wait_serving(port, proc, timeout_s=120)
+        await wait_serving(f"127.0.0.1:{port}", 120, proc)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
             assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING

@@ -19,6 +19,7 @@ import asyncpg
 import pytest
 from falkordb import FalkorDB
 
+from bench.procstack import free_port
 from tribrid.config import TriBridConfig, load_config
 from tribrid.stores import embedded
 from tribrid.stores.embedded import postgres as postgres_server
@@ -26,16 +27,10 @@ from tribrid.stores.embedded import postgres as postgres_server
 HOST = "127.0.0.1"
 
 
-def _os_free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 # Chosen by the OS when the module loads: never the ports of `make up`, another checkout or a
 # test session next to this one.
-PG_PORT = _os_free_port()
-GRAPH_PORT = _os_free_port()
+PG_PORT = free_port()
+GRAPH_PORT = free_port()
 
 
 def _port_free(port: int) -> bool:

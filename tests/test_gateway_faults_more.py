@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,8 +18,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.procstack import free_port, wait_serving
 from services.fusion.gateway import Gateway, LegClient
 from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.config import TriBridConfig
@@ -135,12 +134,6 @@ async def test_leg_answering_unavailable_is_dropped(
 # --- a leg process killed mid-load ----------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _serve_subprocess(config: TriBridConfig, service: str, port: int) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -162,31 +155,15 @@ def _serve_subprocess(config: TriBridConfig, service: str, port: int) -> subproc
     )
 
 
-async def _wait_serving(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    end = time.monotonic() + timeout_s
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < end:
-            assert proc.poll() is None, "the leg process exited during start-up"
-            try:
-                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.2)
-    raise AssertionError(f"leg on port {port} not serving within {timeout_s}s")
-
-
 async def test_leg_process_killed_mid_load(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, config: TriBridConfig
 ) -> None:
     before = await baseline(stack)
-    port = _free_port()
+    port = free_port()
     proc = _serve_subprocess(config, "vector", port)
     gw = await gateway(stack, vector=port)
     try:
-        await _wait_serving(port, proc, timeout_s=120)
+        await wait_serving(f"127.0.0.1:{port}", 120, proc)
         deadline_s = 4.0
         results: list[tuple[float, float, fusion_pb2.FusionSearchResponse]] = []  # (start, elapsed, reply)
         stop = asyncio.Event()

@@ -3,11 +3,10 @@ token reads it; no token, another token or a search-only token gets 401."""
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 import pytest
 
+from bench.procstack import free_port
 from tribrid import telemetry
 from tribrid.auth import hash_token
 from tribrid.config import AuthConfig, TelemetryConfig, TokenConfig
@@ -21,12 +20,6 @@ TOKENS = AuthConfig(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _scrape(port: int, token: str | None) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.get(f"http://127.0.0.1:{port}/metrics", headers=headers, timeout=5)
@@ -34,7 +27,7 @@ def _scrape(port: int, token: str | None) -> httpx.Response:
 
 def test_metrics_need_the_metrics_token_or_an_admin_token() -> None:
     cfg = TelemetryConfig(metrics_auth=True, metrics_token_sha256=hash_token("scraper-token"))
-    port = _free_port()
+    port = free_port()
     server = telemetry.serve_metrics(port, "127.0.0.1", telemetry.metrics_guard(cfg, TOKENS))
     try:
         for token in (None, "search-token", "no-such-token"):
@@ -53,7 +46,7 @@ def test_metrics_need_the_metrics_token_or_an_admin_token() -> None:
 
 def test_metrics_are_open_unless_metrics_auth_is_on() -> None:
     assert telemetry.metrics_guard(TelemetryConfig(), TOKENS) is None
-    port = _free_port()
+    port = free_port()
     server = telemetry.serve_metrics(port, "127.0.0.1", None)
     try:
         assert _scrape(port, None).status_code == 200

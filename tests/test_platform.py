@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
+from bench.procstack import free_port
 from tests.conftest import Stack
 from tribrid.config import ConfigError, TriBridConfig, load_config
 from tribrid.text import query_terms, tokenize
@@ -118,15 +118,8 @@ def _reflect(port: int, full_name: str) -> tuple[list[str], list[str]]:
         return list(db.get_services()), [s.name for s in file_proto.service]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_service_process_stops_gracefully_on_sigterm(config: TriBridConfig) -> None:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "TRIBRID_STATE_DIR": str(config.state_dir),
