@@ -28,7 +28,6 @@ unseen sets (tribrid.eval.unseen_sets.build_questions: only names defined once, 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -323,14 +322,7 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--sets-dir", type=Path, default=SETS_DIR)
-    parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
-    args = parser.parse_args()
-    for name, count in build(args.sets_dir, args.work_dir).items():
-        print(f"{name}: {count} queries -> {args.sets_dir / (name + '.jsonl')}")
+    unseen_sets.run_builder(__doc__ or "", build)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import json
 import random
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -412,15 +412,20 @@ def register_held_out(manifest: dict[str, Any], own: Sequence[str], held_out: Se
     manifest["unseen_held_out"] = sorted({*others, *held_out})
 
 
-def main() -> None:
+def run_builder(description: str, build_sets: Callable[[Path, Path], dict[str, int]]) -> None:
+    """A set builder's command line: --sets-dir, --work-dir, then a line per set written."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sets-dir", type=Path, default=SETS_DIR)
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR)
     args = parser.parse_args()
-    for name, count in build(args.sets_dir, args.work_dir).items():
+    for name, count in build_sets(args.sets_dir, args.work_dir).items():
         print(f"{name}: {count} queries -> {args.sets_dir / (name + '.jsonl')}")
+
+
+def main() -> None:
+    run_builder(__doc__ or "", build)
 
 
 if __name__ == "__main__":
