@@ -41,6 +41,13 @@ from tribrid.stores.embedded.common import (
 
 # The append-only log's directory under the data directory (Redis's multi-part log).
 APPEND_ONLY_DIR = "appendonlydir"
+# Redis compacts the log only past 64 MB of appended commands by default. FalkorDB logs every write
+# query, and replaying 48 MB of them took minutes at start-up where loading the same graphs from a
+# snapshot took 0.3 s, so the log is compacted much sooner.
+AOF_REWRITE_MIN_SIZE = "4mb"
+# A server that answers -LOADING is alive and reading its data: it gets this long, not START_TIMEOUT_S.
+LOADING_TIMEOUT_S = 1800.0
+LOADING_REPORT_EVERY_S = 15.0
 
 
 def _falkordb_paths(cfg: TriBridConfig) -> tuple[Path, Path]:
@@ -71,6 +78,8 @@ def up(cfg: TriBridConfig, log: Log) -> bool:
     data_dir, pidfile = _falkordb_paths(cfg)
     pid = _running_redis(pidfile)
     if pid is not None:
+        if (_redis_reply(host, port) or "").startswith("-LOADING"):
+            _wait_for_pong(pidfile, data_dir / "redis.log", host, port, log)
         if _redis_reply(host, port) != "+PONG":
             raise StoreError(
                 f"falkordb: running (pid {pid}) but not answering on {host}:{port}; "
@@ -88,7 +97,7 @@ def up(cfg: TriBridConfig, log: Log) -> bool:
     # start empty and lose the graphs.
     logged = (data_dir / APPEND_ONLY_DIR).is_dir()
     _start_redis(data_dir, pidfile, host, port, append_only=logged)
-    pid = _wait_for_pong(pidfile, data_dir / "redis.log", host, port)
+    pid = _wait_for_pong(pidfile, data_dir / "redis.log", host, port, log)
     if not logged:
         _turn_append_only_on(host, port, data_dir / "redis.log")
     elapsed = time.monotonic() - started_at
@@ -120,6 +129,8 @@ def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int, *, append_
         "everysec",
         "--appenddirname",
         APPEND_ONLY_DIR,
+        "--auto-aof-rewrite-min-size",
+        AOF_REWRITE_MIN_SIZE,
         "--daemonize",
         "yes",
         "--pidfile",
@@ -165,21 +176,45 @@ def _redis_info(host: str, port: int, section: str) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def _wait_for_pong(pidfile: Path, logfile: Path, host: str, port: int) -> int:
-    """Wait until the server answers PING (it says -LOADING while reading a big RDB)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _wait_for_pong(pidfile: Path, logfile: Path, host: str, port: int, log: Log) -> int:
+    """Wait until the server answers PING. While it says -LOADING it is replaying its data, which
+    can take minutes for a big log: wait as long as it lives (up to LOADING_TIMEOUT_S), saying so."""
+    started = time.monotonic()
+    deadline = started + START_TIMEOUT_S
+    next_report = started + LOADING_REPORT_EVERY_S
     while time.monotonic() < deadline:
-        if _redis_reply(host, port) == "+PONG":
+        reply = _redis_reply(host, port)
+        if reply == "+PONG":
             pid = read_pid(pidfile)
             if pid is not None:
                 return pid
         pid = read_pid(pidfile)
         if pid is not None and not process_alive(pid, "redis-server"):
             raise StoreError(f"falkordb: server exited during start-up; log: {log_tail(logfile)}")
+        if reply is not None and reply.startswith("-LOADING"):
+            # Busy replaying, it may not answer at all for a while: the longer deadline stays.
+            deadline = started + LOADING_TIMEOUT_S
+        if deadline > started + START_TIMEOUT_S and time.monotonic() >= next_report:
+            log(f"falkordb: still loading its data ({time.monotonic() - started:.0f}s)")
+            next_report += LOADING_REPORT_EVERY_S
         time.sleep(POLL_S)
     raise StoreError(
-        f"falkordb: no PING reply on {host}:{port} within {START_TIMEOUT_S:.0f}s; log: {log_tail(logfile)}"
+        f"falkordb: no PING reply on {host}:{port} within {deadline - started:.0f}s; log: {log_tail(logfile)}"
     )
+
+
+def _compact_append_only_log(host: str, port: int) -> None:
+    """Rewrite the log as one snapshot before a clean stop, so the next start loads it instead of
+    replaying every write query. Best effort: a stop must not fail because of it."""
+    if _redis_reply(host, port, b"BGREWRITEAOF\r\n") is None:
+        return
+
+    def rewritten() -> bool:
+        info = _redis_info(host, port, "persistence")
+        busy = info.get("aof_rewrite_in_progress", "1"), info.get("aof_rewrite_scheduled", "1")
+        return busy == ("0", "0")
+
+    wait_until(rewritten, STOP_TIMEOUT_S)
 
 
 def down(cfg: TriBridConfig, log: Log) -> bool:
@@ -193,6 +228,7 @@ def down(cfg: TriBridConfig, log: Log) -> bool:
         log("falkordb: not running")
         return False
     started_at = time.monotonic()
+    _compact_append_only_log(host, port)
     os.kill(pid, signal.SIGTERM)  # with --save set, SIGTERM writes graph.rdb before exiting
     if not wait_until(lambda: not process_alive(pid, "redis-server"), STOP_TIMEOUT_S):
         raise StoreError(
