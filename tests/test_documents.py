@@ -208,6 +208,18 @@ def test_plain_text_is_chunked_by_paragraph(tmp_path: Path) -> None:
     assert table(chunks) == [(1, 1, "notes", 0, 0), (3, 3, "notes", 0, 0), (5, 5, "notes", 0, 0)]
 
 
+def test_plain_text_sections_start_after_two_blank_lines(tmp_path: Path) -> None:
+    # Four short paragraphs that would all fit one chunk; a wider gap before the third and fourth.
+    short = [f"Paragraph {p} says a few words about topic {p}." for p in range(4)]
+    text = f"{short[0]}\n\n{short[1]}\n\n\n{short[2]}\n\n\n\n{short[3]}\n"
+    (tmp_path / "faq.txt").write_text(text)
+    files, _ = walk(tmp_path)
+    chunks = chunks_of(files["faq.txt"], IndexerConfig(doc_chunk_min_tokens=48, doc_chunk_max_tokens=128))
+    # The minimum would merge all four; a section break is never merged across.
+    assert table(chunks) == [(1, 3, "faq", 0, 0), (6, 6, "faq", 0, 0), (10, 10, "faq", 0, 0)]
+    assert_content_is_the_lines(files["faq.txt"], chunks)
+
+
 def test_a_long_section_splits_between_paragraphs_and_a_long_paragraph_after_sentences(
     tmp_path: Path,
 ) -> None:

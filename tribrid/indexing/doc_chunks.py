@@ -51,8 +51,9 @@ def chunk_document(
     pieces: list[_Piece] = []
     headed = {h.start for h in outline.headings}
     for path, blocks in _sections(outline):
-        pieces.extend(_split_section(path, blocks, lines, outline.verbatim, cfg, blocks[0].start in headed))
-    pieces = _merge_tiny(pieces, cfg)
+        opened = blocks[0].start in headed
+        pieces.extend(_split_section(path, blocks, lines, outline.verbatim, cfg, opened, outline.breaks))
+    pieces = _merge_tiny(pieces, cfg, outline.breaks)
     ordinals: Counter[str] = Counter()
     chunks: list[Chunk] = []
     for piece in pieces:
@@ -122,9 +123,11 @@ def _split_section(
     verbatim: bool,
     cfg: IndexerConfig,
     headed: bool,
+    breaks: frozenset[int],
 ) -> list[_Piece]:
     """The section's blocks packed into pieces within the budget; `headed`: the first block is the
-    section's heading, which always stays with the text that follows it."""
+    section's heading, which always stays with the text that follows it. A block in `breaks`
+    always opens a piece."""
     units: list[tuple[Block, int]] = []
     for block in blocks:
         tokens = estimate_tokens(block.text)
@@ -135,7 +138,8 @@ def _split_section(
     pieces: list[_Piece] = []
     for index, (block, tokens) in enumerate(units):
         after_heading = headed and index == 1
-        if pieces and pieces[-1].tokens + tokens > cfg.doc_chunk_max_tokens and not after_heading:
+        full = bool(pieces) and pieces[-1].tokens + tokens > cfg.doc_chunk_max_tokens and not after_heading
+        if full or (pieces and block.start in breaks):
             pieces.append(_Piece(path, [block], tokens))
         elif pieces:
             pieces[-1].blocks.append(block)
@@ -165,10 +169,10 @@ def _split_block(block: Block, lines: list[str], cfg: IndexerConfig) -> list[Blo
     return parts
 
 
-def _merge_tiny(pieces: list[_Piece], cfg: IndexerConfig) -> list[_Piece]:
+def _merge_tiny(pieces: list[_Piece], cfg: IndexerConfig, breaks: frozenset[int]) -> list[_Piece]:
     out: list[_Piece] = []
     for piece in pieces:
-        if out:
+        if out and piece.blocks[0].start not in breaks:
             previous = out[-1]
             tiny = piece.tokens < cfg.doc_chunk_min_tokens or previous.tokens < cfg.doc_chunk_min_tokens
             fits = previous.tokens + piece.tokens <= cfg.doc_chunk_max_tokens

@@ -11,6 +11,7 @@ a PDF) and the numbers are lines of that text, which is what the chunks' content
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -48,6 +49,9 @@ class Outline:
     # True: a chunk's content is the source lines of its span (blank lines between blocks kept).
     # False (HTML): its content is its blocks' extracted text, and the span says where they are.
     verbatim: bool = True
+    # First lines of blocks that open a new passage without a heading: in plain text, a paragraph
+    # after two or more blank lines. Chunks are cut there and never merged across.
+    breaks: frozenset[int] = frozenset()
 
 
 class DocumentError(Exception):
@@ -225,10 +229,21 @@ def _is_adornment(line: str) -> bool:
 
 # --- plain text ----------------------------------------------------------------------------------
 
+# Blank lines that separate sections rather than paragraphs in plain text (two, as in RFCs, FAQs,
+# Project Gutenberg books and text whose headings were stripped).
+SECTION_GAP_LINES = 2
+
 
 def text_outline(text: str, path: str) -> Outline:
+    """Paragraphs; plain text has no markup, so its one mark of a new section is a wider gap."""
     lines = _lines(text)
-    return Outline(file_title(path), [], paragraph_blocks(lines, 1, len(lines)))
+    blocks = paragraph_blocks(lines, 1, len(lines))
+    breaks = frozenset(
+        block.start
+        for previous, block in itertools.pairwise(blocks)
+        if block.start - previous.end - 1 >= SECTION_GAP_LINES
+    )
+    return Outline(file_title(path), [], blocks, breaks=breaks)
 
 
 # --- HTML ----------------------------------------------------------------------------------------
