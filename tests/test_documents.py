@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+from datetime import date
 from pathlib import Path
 
 import docx
@@ -24,7 +25,12 @@ from tribrid.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_ma
 from tribrid.config import IndexerConfig
 from tribrid.indexing.chunker import chunk_file
 from tribrid.indexing.doc_chunks import breadcrumb, estimate_tokens
-from tribrid.indexing.documents import outline_of
+from tribrid.indexing.documents import (
+    METADATA_MAX_KEYS,
+    METADATA_MAX_VALUE_CHARS,
+    document_metadata,
+    outline_of,
+)
 from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk
 from tribrid.stores.postgres import committed
@@ -49,6 +55,8 @@ def write_pdf(pages: tuple[tuple[str, ...], ...], title: str = "VxRail Operation
     out = io.BytesIO()
     pdf = canvas.Canvas(out, pagesize=A4)
     pdf.setTitle(title)
+    pdf.setAuthor("Ops Team")
+    pdf.setKeywords(["backup", "restore"])
     for lines in pages:
         for number, line in enumerate(lines):
             pdf.drawString(72, 800 - 16 * number, line)
@@ -59,6 +67,8 @@ def write_pdf(pages: tuple[tuple[str, ...], ...], title: str = "VxRail Operation
 
 def write_docx() -> bytes:
     document = docx.Document()
+    document.core_properties.author = "Story Team"
+    document.core_properties.keywords = "fleet, harbor"
     document.add_paragraph("Story Atlas", style="Title")
     document.add_heading("Characters", level=1)
     document.add_paragraph("Mara is a pilot of the northern fleet.")
@@ -120,6 +130,7 @@ def test_markdown_atx_and_setext_headings_and_front_matter(corpus: Path) -> None
         (26, 28, "Backup Guide > Backup procedures > Restoring", 0, 0),
     ]
     assert {c.document_title for c in chunks} == {"Backup Guide"} and {c.kind for c in chunks} == {"section"}
+    assert all(c.document_metadata == {"author": "Ops"} for c in chunks)  # the title is not repeated
     assert_content_is_the_lines(source, chunks)
     # Under a minimum above their size the small sections merge: a section's text with its subsections.
     roomy = IndexerConfig(doc_chunk_min_tokens=80, doc_chunk_max_tokens=224)
@@ -147,6 +158,8 @@ def test_html_main_text_without_scripts_styles_or_navigation(corpus: Path) -> No
         (14, 21, "Release Notes > Version 2.0 > Upgrading", 0, 0),
     ]
     assert chunks[0].document_title == "Release Notes"  # from <title>
+    # What describes the document, not how a browser shows it (no viewport).
+    assert chunks[0].document_metadata == {"language": "en", "author": "Release Team"}
     assert chunks[0].content == "Version 2.0\n\nThis release adds snapshots and faster replication."
     assert chunks[1].content == (
         "Upgrading\n\nStop the service.\n\nInstall the new package.\n\nComponent | Version\n\nagent | 2.0.1"
@@ -169,6 +182,9 @@ def test_pdf_chunks_keep_their_pages(corpus: Path) -> None:
     ]
     assert_content_is_the_lines(source, chunks)
     assert table(chunks_of(source, IndexerConfig())) == [(1, 11, "VxRail Operations", 1, 3)]
+    metadata = chunks[0].document_metadata
+    assert (metadata["author"], metadata["keywords"]) == ("Ops Team", "backup, restore")
+    assert metadata["creationdate"].startswith("D:")
 
 
 def test_docx_headings_paragraphs_and_tables(corpus: Path) -> None:
@@ -198,6 +214,29 @@ def test_docx_headings_paragraphs_and_tables(corpus: Path) -> None:
         (11, 14, "Story Atlas > Places", 0, 0),
     ]
     assert_content_is_the_lines(source, chunks)
+    metadata = chunks[0].document_metadata
+    assert (metadata["author"], metadata["keywords"]) == ("Story Team", "fleet, harbor")
+    assert date.fromisoformat(metadata["created"][:10])  # a datetime, in ISO form
+
+
+def test_document_metadata_values_are_bounded_strings() -> None:
+    raw = {
+        "title": "Named elsewhere",
+        "tags": ["backup", "ops", {"nested": 1}],
+        "date": date(2024, 5, 1),
+        "draft": False,
+        "owner": {"team": "ops"},
+        "empty": "",
+        "summary": "  spread   over\n lines ",
+        "long": "x" * 2000,
+        **{f"k{n}": n for n in range(40)},
+    }
+    metadata = document_metadata(raw)
+    assert list(metadata)[:5] == ["tags", "date", "draft", "summary", "long"]
+    assert (metadata["tags"], metadata["date"], metadata["draft"]) == ("backup, ops", "2024-05-01", "False")
+    assert metadata["summary"] == "spread over lines"
+    assert len(metadata["long"]) == METADATA_MAX_VALUE_CHARS
+    assert len(metadata) == METADATA_MAX_KEYS and "k26" in metadata and "k27" not in metadata
 
 
 def test_plain_text_is_chunked_by_paragraph(tmp_path: Path) -> None:
@@ -392,6 +431,7 @@ async def test_cli_and_http_search_show_document_fields(stack: Stack, corpus: Pa
         1,
         3,
     )
+    assert top["document_metadata"]["author"] == "Ops Team"
     code, out, err = await cli(
         stack, "search", "nodes drained one at a time during upgrades", "--corpus", "docs-cli", "--top-k", "3"
     )
@@ -407,6 +447,7 @@ async def test_cli_and_http_search_show_document_fields(stack: Stack, corpus: Pa
         await bridge.stop(0)
     assert reply.status_code == 200, reply.text
     first = reply.json()["matches"][0]
+    assert first["documentMetadata"]["keywords"] == "backup, restore"
     assert (first["documentTitle"], first["section"], first["pageStart"], first["pageEnd"]) == (
         "VxRail Operations",
         "VxRail Operations",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def stable_id(*parts: str) -> str:
@@ -30,6 +30,8 @@ class Chunk:
     section: str = ""
     page_start: int = 0
     page_end: int = 0
+    # Documents only: the document's metadata other than its title (documents.document_metadata).
+    document_metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

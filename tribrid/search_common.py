@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Mapping
@@ -148,6 +149,7 @@ def to_matches(
                 section=c.section,
                 page_start=c.page_start,
                 page_end=c.page_end,
+                document_metadata=json.loads(c.document_metadata) if c.document_metadata != "{}" else None,
                 explain=[
                     common_pb2.LegExplain(
                         leg=leg, rank=rank, raw_score=item.score, detail=item.detail, graph=provenance

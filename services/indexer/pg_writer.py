@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
@@ -42,6 +43,7 @@ _CHUNK_COLS = [
     "section",
     "page_start",
     "page_end",
+    "document_metadata",
 ]
 
 
@@ -195,6 +197,7 @@ def _chunk_records(
                 chunk.section,
                 chunk.page_start,
                 chunk.page_end,
+                json.dumps(chunk.document_metadata, ensure_ascii=False, sort_keys=True),
             )
         )
         for term, tf in Counter(term for term, _ in tokens).items():

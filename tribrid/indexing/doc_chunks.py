@@ -83,6 +83,7 @@ def chunk_document(
                 section=crumb,
                 page_start=min(pages, default=0),
                 page_end=max(pages, default=0),
+                document_metadata=outline.metadata,
             )
         )
     return chunks

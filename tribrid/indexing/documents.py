@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -52,6 +53,8 @@ class Outline:
     # First lines of blocks that open a new passage without a heading: in plain text, a paragraph
     # after two or more blank lines. Chunks are cut there and never merged across.
     breaks: frozenset[int] = frozenset()
+    # The document's own metadata (front matter, <meta>, PDF/DOCX properties) other than its title.
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 class DocumentError(Exception):
@@ -68,6 +71,40 @@ class ExtractedDocument:
 
     text: str
     outline: Outline
+
+
+# Bounds on what a document's metadata may add to each of its chunks.
+METADATA_MAX_KEYS = 32
+METADATA_MAX_KEY_CHARS = 64
+METADATA_MAX_VALUE_CHARS = 500
+
+
+def document_metadata(raw: Mapping[Any, Any]) -> dict[str, str]:
+    """A document's properties as strings: scalars as they read, dates in ISO form, a list of
+    scalars joined by ", "; the title (which is `document_title`), empty values and nested maps are
+    left out. Bounded: the first METADATA_MAX_KEYS keys, values cut at METADATA_MAX_VALUE_CHARS."""
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        name = str(key).strip()
+        if not name or name.lower() == "title" or len(name) > METADATA_MAX_KEY_CHARS:
+            continue
+        text = _metadata_text(value)
+        if text:
+            out[name] = text[:METADATA_MAX_VALUE_CHARS]
+        if len(out) == METADATA_MAX_KEYS:
+            break
+    return out
+
+
+def _metadata_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        parts = [_metadata_text(v) for v in value if not isinstance(v, Mapping | list | tuple)]
+        return ", ".join(p for p in parts if p)
+    if value is None or isinstance(value, Mapping):
+        return ""
+    if hasattr(value, "isoformat"):  # date, datetime
+        return str(value.isoformat())
+    return " ".join(str(value).split())
 
 
 def file_title(path: str) -> str:
@@ -161,7 +198,7 @@ def markdown_outline(text: str, path: str) -> Outline:
             headings.append(Heading(start, end, int(token.tag[1]), title))
         blocks.append(Block(start, end, "\n".join(lines[start - 1 : end])))
     title = str(meta.get("title") or "").strip() or _single_top_title(headings) or file_title(path)
-    return Outline(title, headings, blocks)
+    return Outline(title, headings, blocks, metadata=document_metadata(meta))
 
 
 def _last_non_blank(lines: list[str], start: int, end: int) -> int:
@@ -289,6 +326,7 @@ def html_outline(text: str, path: str) -> Outline:
         return Outline(file_title(path), [], [], verbatim=False)
     title_element = root.find(".//title")
     page_title = " ".join(title_element.text_content().split()) if title_element is not None else ""
+    metadata = document_metadata(_html_meta(root))
     head = root.find("head")
     if head is not None:
         head.drop_tree()
@@ -299,7 +337,26 @@ def html_outline(text: str, path: str) -> Outline:
     body = root.find("body")
     _html_blocks(body if body is not None else root, headings, blocks)
     title = page_title or _single_top_title(headings) or file_title(path)
-    return Outline(title, headings, blocks, verbatim=False)
+    return Outline(title, headings, blocks, verbatim=False, metadata=metadata)
+
+
+# <meta name="..."> that describe the document (not the page's rendering: viewport, robots, ...).
+_HTML_META_NAMES = frozenset(
+    {"author", "description", "keywords", "subject", "date", "creator", "publisher", "language"}
+)
+
+
+def _html_meta(root: Any) -> dict[str, str]:
+    found: dict[str, str] = {}
+    language = str(root.get("lang") or "").strip()
+    if language:
+        found["language"] = language
+    for element in root.iter("meta"):
+        name = str(element.get("name") or "").strip().lower()
+        content = str(element.get("content") or "").strip()
+        if name in _HTML_META_NAMES and content:
+            found[name] = content
+    return found
 
 
 def _has_block(element: Any) -> bool:
@@ -368,7 +425,11 @@ def pdf_document(data: bytes, path: str) -> ExtractedDocument:
         if reader.is_encrypted and not reader.decrypt(""):  # an empty user password opens many
             raise DocumentError("encrypted")
         pages = [page.extract_text() or "" for page in reader.pages]
-        meta_title = str(reader.metadata.get("/Title") or "").strip() if reader.metadata else ""
+        info: Mapping[str, Any] = reader.metadata or {}
+        meta_title = str(info.get("/Title") or "").strip()
+        metadata = document_metadata(
+            {key.lstrip("/").lower(): info.get(key) for key in _PDF_INFO_KEYS if info.get(key)}
+        )
     except DocumentError:
         raise
     except FileNotDecryptedError as error:
@@ -388,7 +449,12 @@ def pdf_document(data: bytes, path: str) -> ExtractedDocument:
         first = len(all_lines) + 1
         all_lines.extend(page_lines)
         blocks.extend(paragraph_blocks(all_lines, first, len(all_lines), page=number))
-    return ExtractedDocument("\n".join(all_lines), Outline(meta_title or file_title(path), [], blocks))
+    title = meta_title or file_title(path)
+    return ExtractedDocument("\n".join(all_lines), Outline(title, [], blocks, metadata=metadata))
+
+
+# The PDF document information entries kept as metadata (dates are PDF date strings, kept as is).
+_PDF_INFO_KEYS = ("/Author", "/Subject", "/Keywords", "/Creator", "/CreationDate")
 
 
 # --- DOCX ----------------------------------------------------------------------------------------
@@ -404,7 +470,11 @@ def docx_document(data: bytes, path: str) -> ExtractedDocument:
     try:
         document = docx.Document(io.BytesIO(data))
         items = list(document.iter_inner_content())
-        core_title = (document.core_properties.title or "").strip()
+        core = document.core_properties
+        core_title = (core.title or "").strip()
+        metadata = document_metadata(
+            {name: getattr(core, name) for name in _DOCX_CORE_PROPERTIES if getattr(core, name)}
+        )
     except Exception as error:  # not a zip, a missing part, bad XML: a damaged package; never fatal
         raise DocumentError("corrupt", f"{type(error).__name__}: {error}") from error
     lines: list[str] = []
@@ -436,7 +506,10 @@ def docx_document(data: bytes, path: str) -> ExtractedDocument:
     if not blocks:
         raise DocumentError("empty")
     title = core_title or style_title or _single_top_title(headings) or file_title(path)
-    return ExtractedDocument("\n".join(lines), Outline(title, headings, blocks))
+    return ExtractedDocument("\n".join(lines), Outline(title, headings, blocks, metadata=metadata))
+
+
+_DOCX_CORE_PROPERTIES = ("author", "subject", "keywords", "category", "created")
 
 
 _DOCX_HEADING = re.compile(r"^Heading (\d)$")

@@ -131,6 +131,10 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             PRIMARY KEY (model, text_sha1)
         );
         """,
+        # Documents: their metadata (front matter, <meta>, PDF/DOCX properties), '{}' for code.
+        """
+        ALTER TABLE chunks ADD COLUMN document_metadata jsonb NOT NULL DEFAULT '{}';
+        """,
     ]
 
 
@@ -215,12 +219,13 @@ class ChunkRow:
     section: str
     page_start: int
     page_end: int
+    document_metadata: str  # a JSON object of strings, as PostgreSQL returns jsonb
 
 
 # What a search reads of a chunk; its content is fetched once, for the answers (fetch_contents).
 CHUNK_COLUMNS = (
     "chunk_id, corpus_id, file_path, start_line, end_line, language, kind, symbol,"
-    " document_title, section, page_start, page_end"
+    " document_title, section, page_start, page_end, document_metadata"
 )
 
 
