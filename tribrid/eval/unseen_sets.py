@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS, REWORDED_PHRASINGS_2 and REWORDED_PHRASINGS_3 are tables of wordings written
-(session 8) by helpers that had never seen the question reader or any set, each committed before
-the reader was changed after it. The first two were each measured once while held out (rounds 2
-and 3 of evals/README.md), then tuned on; the third is the held-out wording now
-(`unseen-starlette-reworded-3`, and lang_sets.REWORDED_SETS).
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_4 are tables of wordings written (sessions 8 and 9) by
+helpers that had never seen the question reader or any set, each committed before the reader was
+changed after it. The first three were each measured once while held out (rounds 2-4 of
+evals/README.md), then tuned on; the fourth is the held-out wording now
+(`unseen-starlette-reworded-4`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ REWORDED_SETS = {
     "unseen-starlette-reworded": "starlette",
     "unseen-starlette-reworded-2": "starlette",
     "unseen-starlette-reworded-3": "starlette",
+    "unseen-starlette-reworded-4": "starlette",
 }
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-3")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-4")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -215,11 +216,133 @@ REWORDED_PHRASINGS_3: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
 }
+# Round 5 (session 9), written by a helper that saw neither the reader nor any set.
+REWORDED_PHRASINGS_4: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("terse-find-usages", "find usages of {x}"),
+        (
+            "code-review-call-sites",
+            "Before I approve this PR: where else in the codebase is {x} being called from?",
+        ),
+        (
+            "bug-hunt-trace-origin",
+            (
+                "I'm seeing a crash caused by a bad argument reaching {x}. Which functions "
+                "invoke it, so I can trace where the bad value comes from?"
+            ),
+        ),
+        (
+            "onboarding-who-uses",
+            ("Hi, I'm new to this repo. Could you tell me which parts of the code end up calling {x}?"),
+        ),
+        (
+            "long-context-what-breaks",
+            (
+                "We're cleaning up our public API for the next major release and I'd like to "
+                "add a required keyword argument and drop the legacy positional one. I don't "
+                "want to break anything downstream, so before I touch the signature: what "
+                "breaks if I change {x}, i.e. which functions and methods call it and would "
+                "need their call sites updated?"
+            ),
+        ),
+        ("sloppy-typo-called-from", "whre is {x} getting called from?? cant find any refs"),
+        (
+            "non-native-doing-call",
+            "Please, which methods are doing the call to {x} in this project?",
+        ),
+        (
+            "name-first-who-relies",
+            "{x} -- who relies on it? list every caller or place that instantiates it",
+        ),
+    ),
+    "callees": (
+        ("terse-callees-list", "callees of {x}"),
+        (
+            "code-review-under-the-hood",
+            (
+                "Reviewing this change, {x} seems to do a lot. Which other functions "
+                "does it invoke under the hood?"
+            ),
+        ),
+        (
+            "bug-hunt-name-first-blocking",
+            (
+                "{x} hangs now and then; what functions and methods does it call, so I can "
+                "check which of them blocks?"
+            ),
+        ),
+        (
+            "onboarding-step-through",
+            (
+                "I'm trying to understand how {x} works step by step. What helper "
+                "functions and methods does it call?"
+            ),
+        ),
+        (
+            "long-context-downstream-deps",
+            (
+                "We're splitting our monolith into smaller packages and I've been asked to "
+                "move one function into its own module. To avoid circular imports I need "
+                "to know its downstream dependencies first. Concretely: which functions or "
+                "methods are called from inside the body of {x}?"
+            ),
+        ),
+        ("sloppy-lowercase-inside", "wat functions does {x} call inside it"),
+        (
+            "non-native-is-calling",
+            "Which are the functions that {x} is calling inside of its implementation?",
+        ),
+        (
+            "fan-out-name-at-end",
+            "show me the fan-out: every function or method called directly by {x}",
+        ),
+    ),
+    "subclasses": (
+        ("terse-derived-classes", "derived classes {x}"),
+        (
+            "code-review-abstract-method",
+            (
+                "If this PR adds a new abstract method to {x}, which classes that inherit "
+                "from it will have to implement it?"
+            ),
+        ),
+        (
+            "bug-hunt-bad-override",
+            (
+                "Some class is overriding a method wrongly and I suspect it's a child of "
+                "{x}. Which classes inherit from it?"
+            ),
+        ),
+        (
+            "onboarding-implementations",
+            "New here: what concrete implementations of the {x} base class exist in the code base?",
+        ),
+        (
+            "long-context-hierarchy",
+            (
+                "I'm documenting our plugin architecture for the team wiki and want to "
+                "draw the class hierarchy diagram. Each plugin type is supposed to derive "
+                "from a common base, but people have added layers over time. Can you list "
+                "all classes, direct and indirect, that extend {x}?"
+            ),
+        ),
+        ("sloppy-typo-inherit", "wich classes inherit {x}? need full list incl indirect ones"),
+        (
+            "non-native-making-extension",
+            "Which classes are making the extension of the class {x}?",
+        ),
+        (
+            "implementors-name-at-end",
+            "list every implementor or child class whose parent class is {x}",
+        ),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
     "unseen-starlette-reworded-2": REWORDED_PHRASINGS_2,
     "unseen-starlette-reworded-3": REWORDED_PHRASINGS_3,
+    "unseen-starlette-reworded-4": REWORDED_PHRASINGS_4,
 }
 
 
