@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_cues import read_relation
+from tribrid.query_cues import asked_name, read_relation
 from tribrid.query_kind import detect_intent
 
 READINGS: list[tuple[str, str]] = [
@@ -17,6 +17,12 @@ READINGS: list[tuple[str, str]] = [
     ("where do we instantiate RetryPolicy", "callers"),
     ("new instances of ConnectionPool: where?", "callers"),
     ("parse_headers invoked where", "callers"),
+    ("which code paths end up reaching flush_buffers?", "callers"),
+    ("what else calls into parse_headers? I am about to rename it", "callers"),
+    # a name written in lower case, next to the relation word
+    ("normalize invoked where", "callers"),
+    ("where do tests create instances of the session?", "callers"),
+    ("which routines lead into flush??", "callers"),
     # callees: the name (or "it") is the subject, the agent of a passive, or a noun says so
     ("Before I move `flush_buffers`, tell me which helpers it invokes.", "callees"),
     ("Is Session.send calling anything else?", "callees"),
@@ -24,6 +30,9 @@ READINGS: list[tuple[str, str]] = [
     ("fan out of parse_headers", "callees"),
     ("any outgoing edges from Session.send?", "callees"),
     ("show the helpers invoked from within flush_buffers", "callees"),
+    ("does Session.send hit the network helpers or anything else?", "callees"),
+    ("what does `flush_buffers` reach out to?", "callees"),
+    ("normalize internal calls", "callees"),
     # subclasses / bases
     ("Which types have `BaseTransport` as their parent?", "subclasses"),
     ("anyone know what specializes RetryPolicy?", "subclasses"),
@@ -53,3 +62,17 @@ def test_relation_words_and_the_names_place_give_the_reading(query: str, relatio
 )
 def test_no_reading_without_a_name_a_relation_or_a_question(query: str) -> None:
     assert read_relation(query) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("normalize invoked where", "normalize"),
+        ("where do tests create instances of the session?", "session"),
+        ("the functions that cookies is calling", "cookies"),
+        ("how do I call an API with a timeout?", None),  # an object with no preposition
+        ("who calls parse_headers", None),  # written as a name: the graph leg seeds on it
+    ],
+)
+def test_a_name_in_lower_case_is_the_word_beside_the_relation(query: str, name: str | None) -> None:
+    assert asked_name(query) == name

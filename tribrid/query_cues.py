@@ -52,6 +52,12 @@ _DOWN_NOUNS = (
 _UP_NOUNS = ("superclass", "parent", "base", "ancestor", "supertype")
 _INHERIT_NOUNS = ("inheritance",)  # a relation without a direction: subclasses, the common ask
 _CALL_VERBS = ("call", "invok", "instantiat", "delegat")
+# Verbs of reaching, said of calls in chat ("what code paths lead into X", "does X hit any other
+# functions", "what does X reach out to"): whole words, since as stems they would match "leader".
+_REACH_VERBS = frozenset(
+    """reach reaches reached reaching hit hits hitting lead leads leading led touch touches touched
+    touching trigger triggers triggered triggering""".split()
+)
 _IN_NOUNS = ("caller", "instance", "usages", "incoming", "fanin", "invoker")
 _OUT_NOUNS = ("callee", "outgoing", "fanout", "downstream", "internally", "internal")
 _PRONOUNS = frozenset(("it", "itself"))  # stand for the name once it is said
@@ -67,6 +73,18 @@ _OPENERS = frozenset(
     need want help""".split()
 )
 _TERSE_WORDS = 6  # a query this short is a search, not prose
+# Words a question is made of, never the name it asks about: with no word written as a name, the
+# name is the word next to the relation word that is none of these ("replace invoked where",
+# "new instances of cookies").
+_FUNCTION_WORDS = frozenset(
+    """a an the this that these those it its itself they them their of to into in on for from by
+    with within inside at as or and not no any all every each other else more some such which what
+    who whom where when why how is are was were be been being do does did done has have had am get
+    gets got me my our us you your i we here there still also just only really exactly code
+    function functions method methods class classes routine routines place places part parts path
+    paths new way""".split()
+)
+_AUXILIARIES = frozenset(("is", "are", "was", "were"))
 
 
 def _is_name(token: str, position: int) -> bool:
@@ -82,18 +100,73 @@ def _is_name(token: str, position: int) -> bool:
 def read_relation(query: str) -> Relation | None:
     """The relation a structural question asks for; None when it names nothing or says no
     relation."""
-    words = _TOKEN.findall(re.sub(r"\bfan[- ]?(in|out)\b", r"fan\1", query, flags=re.IGNORECASE))
+    words = _words(query)
     if not words or not _is_question(query, words):
         return None
-    name_at = next((i for i, w in enumerate(words) if w.startswith("`")), None)
-    if name_at is None:
-        name_at = next((i for i, w in enumerate(words) if _is_name(w, i)), None)
+    name_at = _name_position(words)
     if name_at is None:
         return None
     # a name is no cue ("call_on_close" is a name, not a question about calls)
-    lowered = ["" if _is_name(w, i) else w.lower() for i, w in enumerate(words)]
+    lowered = ["" if _is_name(w, i) or i == name_at else w.lower() for i, w in enumerate(words)]
     mentions = {name_at} | {i for i, w in enumerate(lowered) if i > name_at and w in _PRONOUNS}
     return _inheritance(lowered, mentions) or _calls(lowered, mentions)
+
+
+def asked_name(query: str) -> str | None:
+    """The name a structural question asks about when no word of it is written as one (lower
+    case, at the start): the word next to its relation word. None when a word is written as a
+    name, or none stands there."""
+    words = _words(query)
+    if not words or any(_is_name(w, i) for i, w in enumerate(words)):
+        return None
+    at = _unwritten_name(words)
+    return words[at] if at is not None else None
+
+
+def _words(query: str) -> list[str]:
+    return _TOKEN.findall(re.sub(r"\bfan[- ]?(in|out)\b", r"fan\1", query, flags=re.IGNORECASE))
+
+
+def _name_position(words: list[str]) -> int | None:
+    """Where the name asked about is: in backticks, else the first word written as a name, else
+    the word next to the relation word."""
+    quoted = next((i for i, w in enumerate(words) if w.startswith("`")), None)
+    if quoted is not None:
+        return quoted
+    written = next((i for i, w in enumerate(words) if _is_name(w, i)), None)
+    return written if written is not None else _unwritten_name(words)
+
+
+def _is_cue(word: str) -> bool:
+    return word.startswith(
+        (*_CALL_VERBS, *_IN_NOUNS, *_OUT_NOUNS, *_INHERIT_VERBS, *_DOWN_NOUNS, *_UP_NOUNS)
+    ) or (word in _REACH_VERBS)
+
+
+def _unwritten_name(words: list[str]) -> int | None:
+    """The name beside the first relation word: after it and a preposition ("calls into x",
+    "instances of the x"), or before it ("x invoked where", "x internal calls", "that x is
+    calling"). An object with no preposition is not taken: "call an API" names no definition."""
+    lowered = [w.lower() for w in words]
+
+    def candidate(i: int) -> bool:
+        return 0 <= i < len(words) and lowered[i] not in _FUNCTION_WORDS and not _is_cue(lowered[i])
+
+    for i, word in enumerate(lowered):
+        if not _is_cue(word):
+            continue
+        after = i + 1 + (i + 1 < len(words) and lowered[i + 1] == "out")  # "reach out to x"
+        if after < len(words) and lowered[after] in _TOWARD | _AGENT | {"of"}:
+            after += 1 + (after + 1 < len(words) and lowered[after + 1] == "the")
+            if candidate(after):
+                return after
+        before = i - 2 if i >= 2 and lowered[i - 1] in _AUXILIARIES else i - 1
+        if i <= 2 and before == 0 and candidate(0):
+            return 0
+        if before > 0 and lowered[before - 1] in _RELATIVE and candidate(before):
+            return before
+        return None
+    return None
 
 
 def _is_question(query: str, words: list[str]) -> bool:
@@ -136,7 +209,7 @@ def _calls(lowered: list[str], mentions: set[int]) -> Relation | None:
             return "callers"  # "callers", "new instances of X"
         if word.startswith(_OUT_NOUNS):
             return "callees"
-        if not word.startswith(_CALL_VERBS):
+        if not word.startswith(_CALL_VERBS) and word not in _REACH_VERBS:
             continue
         after = any(m > i for m in mentions)
         if word.startswith("instantiat") or (after and _next(lowered, i) in _TOWARD):

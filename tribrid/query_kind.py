@@ -26,7 +26,9 @@ QUERY_KINDS: tuple[QueryKind, ...] = ("structural", "identifier", "natural", "mi
 # subclasses: "what does X derive from" asks for X's bases, "classes derived from X" for its
 # subclasses; callees before callers: "what does X depend on" vs "what depends on X").
 WORDS: dict[str, str] = {
-    "name": r"(?<!\S)\S+",  # a whole token: tried from each token's start, not each character
+    # a whole token (tried from each token's start, not each character), not a word that stands
+    # for the answer or for nothing ("what else calls X" asks for X's callers, not else's callees)
+    "name": r"(?<!\S)(?!(?:else|other|exactly|all|everything|anything|it|this|that)\b)\S+",
     "s": r"(?:'|\u2019)s",  # a possessive, straight or typographic apostrophe
     "the": r"(?:(?:all|every|each)\s+)?(?:(?:the|its|their)\s+)?",
     "who": r"(?:who|what|which(?:\s+\w+)?)",

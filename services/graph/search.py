@@ -31,6 +31,7 @@ from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig, QueryDirectio
 from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
+from tribrid.query_cues import asked_name
 from tribrid.query_kind import detect_intent, is_code_like
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
@@ -410,12 +411,14 @@ async def graph_search(
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
     leg's index of the references to code outside the corpus."""
     terms = seed_terms(params.query)
-    if not terms:
-        return GraphResult([], {})
     plan = _traversal_plan(settings, params.query)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
     if directional:
-        terms = _name_like(terms, params.query) or terms
+        # a name in lower case, or one that is also a question word ("Attributes invoked where")
+        asked = asked_name(params.query)
+        terms = _name_like(terms, params.query) or ([asked] if asked else terms)
+    if not terms:
+        return GraphResult([], {})
     # One-edit fuzzy matching is for a mistyped name; in prose it only adds near-miss noise and is
     # the slowest fulltext query there is.
     fuzzy = len(terms) == 1 or any(is_code_like(t) for t in terms)
