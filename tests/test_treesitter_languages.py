@@ -752,3 +752,55 @@ def test_definitions_after_generic_call_signatures_on_their_own_lines_are_read(t
     functions = {(e[1], e[2], e[3]) for e in indexed.entities if e[0] == "function"}
     assert functions == {("action.createAction", 11, 13), ("action.createActionFactory", 15, 17)}
     assert ("calls", "action.createActionFactory", "action.createAction") in indexed.edges
+
+
+def test_java_inner_classes_call_enclosing_methods_and_overloads_are_entities_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """A bare `m()` in an inner class that implements a library interface is the enclosing class's
+    method (the interface is not in the corpus, so the lookup waits for the whole corpus and then
+    goes outwards); each overload of a constructor or method is an entity with its own calls."""
+    shop = tmp_path / "shop"
+    shop.mkdir()
+    (shop / "Server.java").write_text(
+        textwrap.dedent(
+            """
+            package shop;
+
+            class Server {
+                Server() {
+                    this(80);
+                }
+
+                Server(int port) {
+                    start(port);
+                }
+
+                void start(int port) {}
+
+                void requestStarted() {}
+
+                class Dispatcher implements Runnable {
+                    public void run() {
+                        requestStarted();
+                    }
+                }
+            }
+            """
+        ).lstrip("\n")
+    )
+    indexed = index(tmp_path)
+    constructors = {e for e in indexed.entities if e[1] == "shop/Server.Server.Server"}
+    assert constructors == {
+        ("function", "shop/Server.Server.Server", 4, 6),
+        ("function", "shop/Server.Server.Server", 8, 10),
+    }
+    calls = {edge for edge in indexed.edges if edge[0].startswith("calls")}
+    assert ("calls", "shop/Server.Server.Dispatcher.run", "shop/Server.Server.requestStarted") in calls
+    # the second constructor's own call is its own: no longer folded into the first one
+    starts = [e for e in indexed.graphs[0].relations if e.type == "calls"]
+    by_id = {e.entity_id: e for g in indexed.graphs for e in g.entities}
+    callers_of_start = {
+        by_id[r.source_id].start_line for r in starts if by_id[r.target_id].qualified_name.endswith(".start")
+    }
+    assert callers_of_start == {8}

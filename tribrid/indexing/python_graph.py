@@ -58,10 +58,13 @@ def record_entity(
     qualified: str,
     span: tuple[int, int],
     chunk: str = "",
+    overload: int = 1,
 ) -> str:
-    """Add an entity (if its id is new: a redefinition, overload or setter keeps the first) and
-    return its stable id. It points at `chunk`, else at the chunk holding its first line."""
-    entity_id = stable_id(site.corpus_id, site.path, type_, qualified)
+    """Add an entity (if its id is new: a redefinition or setter keeps the first) and return its
+    stable id. It points at `chunk`, else at the chunk holding its first line. `overload` n > 1
+    makes the n-th overload of a name (Java) an entity of its own, with the same names."""
+    parts = (qualified,) if overload == 1 else (qualified, str(overload))
+    entity_id = stable_id(site.corpus_id, site.path, type_, *parts)
     if entity_id not in entities:
         entities[entity_id] = Entity(
             entity_id=entity_id,
@@ -124,6 +127,9 @@ class MethodLookup:
     class_id: str
     name: str
     skip_own: bool  # super(): start at the bases
+    # A Java inner class's bare `m()` may be a method of an enclosing class: tried in this order
+    # (innermost first) when the class and its bases have none.
+    outer: tuple[str, ...] = ()
 
 
 Symbolic = ModuleAttr | AnyOf | MethodLookup
@@ -884,10 +890,13 @@ class _CorpusIndex:
     def resolve(self, target: Symbolic) -> str | None:
         """The entity a symbolic target names, or None if the corpus does not define it."""
         if isinstance(target, MethodLookup):
-            found = find_method(
-                self.classes, self.types, target.class_id, target.name, target.skip_own, self.resolve
-            )
-            return found if isinstance(found, str) else None
+            for class_id in (target.class_id, *target.outer):
+                found = find_method(
+                    self.classes, self.types, class_id, target.name, target.skip_own, self.resolve
+                )
+                if isinstance(found, str):
+                    return found
+            return None
         if isinstance(target, AnyOf):
             return next((r for c in target.candidates if (r := self.resolve(c)) is not None), None)
         found_target = self._chain(target, set())

@@ -7,6 +7,7 @@ as `ModuleAttr(<import spec as written>, attrs)` until `graph.resolve_corpus` ma
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -89,6 +90,7 @@ class _Extractor:
         self.chunk_at = _chunk_by_line(chunks, line_count)
         self.types: dict[str, str] = {}
         self._entities: dict[str, Entity] = {}
+        self._overloads: dict[str, int] = {}  # qualified name -> functions defined with it so far
         self.local: dict[str, Binding] = {}  # names the file's code can use: definitions and imports
         self.class_names: dict[str, str] = {}  # class id -> the type's simple name
         self.regions: list[_Region] = []
@@ -175,7 +177,11 @@ class _Extractor:
         self_names: frozenset[str],
     ) -> None:
         name = definition.name
-        function_id = self._entity("function", name, f"{prefix}.{name}", definition.lines)
+        qualified = f"{prefix}.{name}"
+        overload = 1
+        if self.language == "java":  # overloads: each its own entity, its own calls
+            overload = self._overloads[qualified] = self._overloads.get(qualified, 0) + 1
+        function_id = self._entity("function", name, qualified, definition.lines, overload=overload)
         self._relate(owner_id, function_id, "contains")
         if classes:
             info = self.graph.classes[classes[0]]
@@ -221,9 +227,11 @@ class _Extractor:
         self.local.setdefault(name, binding)
         self.graph.exports.setdefault(name, binding)
 
-    def _entity(self, type_: str, name: str, qualified: str, span: tuple[int, int], chunk: str = "") -> str:
+    def _entity(
+        self, type_: str, name: str, qualified: str, span: tuple[int, int], chunk: str = "", overload: int = 1
+    ) -> str:
         site = EntitySite(self.corpus_id, self.path, self.chunk_at)
-        return record_entity(self._entities, self.types, site, type_, name, qualified, span, chunk)
+        return record_entity(self._entities, self.types, site, type_, name, qualified, span, chunk, overload)
 
     def _relate(self, source_id: str, target_id: str, type_: str) -> None:
         self.graph.relations.append(Relation(source_id, target_id, type_))
@@ -284,8 +292,12 @@ class _Extractor:
             self._link(region.owner_id, outcome, "references", name)
 
     def _implicit_method(self, name: str, region: _Region) -> Outcome:
-        for class_id in region.class_ids:
+        """A bare `m()`: a method of the region's class or, for an inner class, of an enclosing
+        one. A class whose bases are in other files defers, and the enclosing classes go along."""
+        for index, class_id in enumerate(region.class_ids):
             found = self._method(class_id, name, skip_own=False)
+            if isinstance(found, MethodLookup):
+                return dataclasses.replace(found, outer=tuple(region.class_ids[index + 1 :]))
             if found is not None:
                 return found
         return None
