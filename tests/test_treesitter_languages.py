@@ -804,3 +804,24 @@ def test_java_inner_classes_call_enclosing_methods_and_overloads_are_entities_of
         by_id[r.source_id].start_line for r in starts if by_id[r.target_id].qualified_name.endswith(".start")
     }
     assert callers_of_start == {8}
+
+
+def test_a_default_export_of_a_name_reached_through_a_barrel_is_a_proven_base(tmp_path: Path) -> None:
+    """`export default NodeBuilder;` makes the class the module's default, so a barrel's
+    `export { default as NodeBuilder } from` and `extends NodeBuilder` resolve, and `this.m()` in
+    the subclass calls the base's method (before, the base was only inferred by name and the call
+    was lost)."""
+    (tmp_path / "core").mkdir()
+    (tmp_path / "r").mkdir()
+    (tmp_path / "core" / "NodeBuilder.js").write_text(
+        "class NodeBuilder {\n\tsortBindingGroups() {\n\t\treturn 1;\n\t}\n}\n\nexport default NodeBuilder;\n"
+    )
+    (tmp_path / "Nodes.js").write_text("export { default as NodeBuilder } from './core/NodeBuilder.js';\n")
+    (tmp_path / "r" / "GLSL.js").write_text(
+        "import { NodeBuilder } from '../Nodes.js';\n\n"
+        "class GLSL extends NodeBuilder {\n\tbuild() {\n\t\tthis.sortBindingGroups();\n\t}\n}\n"
+    )
+    indexed = index(tmp_path)
+    assert ("inherits", "r/GLSL.GLSL", "core/NodeBuilder.NodeBuilder") in indexed.edges
+    assert ("calls", "r/GLSL.GLSL.build", "core/NodeBuilder.NodeBuilder.sortBindingGroups") in indexed.edges
+    assert indexed.unresolved == set()

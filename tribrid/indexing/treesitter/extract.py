@@ -114,6 +114,7 @@ class _Extractor:
         for definition in definitions:
             if definition.owner:
                 self._define_owned(definition)
+        self._default_export()
         for class_id, bases in self.base_work:
             self._link_bases(class_id, bases)
         top = {d.bytes for d in definitions}
@@ -143,6 +144,18 @@ class _Extractor:
             elif binding.export and not binding.attrs and self.language in ("javascript", "typescript"):
                 # `export * from "./x"`: a barrel file re-exports every name of x
                 self.graph.star_imports.append(binding.spec)
+
+    def _default_export(self) -> None:
+        """`export default Name;` (JS/TS): the module's `default` is what Name binds, so
+        `import X from "./m"` and `export { default as X } from "./m"` reach the definition."""
+        if self.language not in ("javascript", "typescript"):
+            return
+        for node in self.root.named_children:
+            value = node.child_by_field_name("value") if node.type == "export_statement" else None
+            if value is not None and value.type == "identifier":
+                binding = self.local.get(text(value))
+                if isinstance(binding, Definition | ModuleAttr):
+                    self.graph.exports.setdefault("default", binding)
 
     def _define(self, definition: ol.Definition, owner_id: str, prefix: str, classes: list[str]) -> None:
         if definition.kind == "function":
