@@ -79,7 +79,8 @@ log = logging.getLogger(__name__)
 #   7: edges inferred by class name (with a confidence): `inherits` for bases no scope resolves,
 #      `calls` for instantiations `new C()` / `C(...)` of a class no scope binds.
 #   8: plain text opens a chunk after two or more blank lines; documents carry their metadata;
-#      Java overloads are entities of their own, and inner classes call enclosing methods.
+#      Java overloads are entities of their own, and inner classes call enclosing methods;
+#      a JS/TS `export default Name;` exports Name as the default.
 INDEX_FORMAT = 8
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
