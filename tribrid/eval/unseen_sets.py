@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from tribrid.config import REPO_ROOT
-from tribrid.eval.build_sets import SETS_DIR, module_name, write_jsonl
+from tribrid.eval.build_sets import (
+    SETS_DIR,
+    CodeBase,
+    build_docstring,
+    module_name,
+    strip_docstrings,
+    write_jsonl,
+)
 
 LIBRARIES = ("anyio", "starlette")  # jinja2: its _identifier.py breaks sparse indexing (see the report)
 # a set asked in other wordings only -> the library whose corpus it searches
@@ -46,7 +53,10 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-3": "starlette",
     "unseen-starlette-reworded-4": "starlette",
 }
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-4")
+# the docstring -> function set of the unseen libraries, searched in their docstring-stripped copy
+DOCSTRING_SET = "unseen-docstring"
+DOCSTRING_QUERIES = 150
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-4", DOCSTRING_SET)
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -504,6 +514,25 @@ def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
     return dirs
 
 
+def docstring_corpus_dirs(work_dir: Path = WORK_DIR) -> tuple[Path, Path]:
+    """(the libraries as installed, their copy with every docstring blanked), side by side under
+    one root each as the docstring set's paths expect; made when missing."""
+    source, stripped = work_dir / "docstring-source", work_dir / "docstring"
+    if not all((stripped / library).is_dir() for library in LIBRARIES):
+        for target in (source, stripped):
+            shutil.rmtree(target, ignore_errors=True)
+        for library in LIBRARIES:
+            for target in (source, stripped):
+                shutil.copytree(
+                    package_dir(library),
+                    target / library,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                )
+            for path in sorted((stripped / library).rglob("*.py")):
+                path.write_text(strip_docstrings(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return source, stripped
+
+
 def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int]:
     """Write one set per library and register them (and their corpora) in the sets manifest."""
     manifest_path = sets_dir / "manifest.json"
@@ -524,6 +553,11 @@ def build(sets_dir: Path = SETS_DIR, work_dir: Path = WORK_DIR) -> dict[str, int
         write_jsonl(sets_dir / f"{name}.jsonl", items)
         manifest["sets"][name] = {"corpus": corpus, "queries": len(items)}
         counts[name] = len(items)
+    source, stripped = docstring_corpus_dirs(work_dir)
+    items = build_docstring(CodeBase(source), CodeBase(stripped), random.Random(SEED), DOCSTRING_QUERIES)
+    write_jsonl(sets_dir / f"{DOCSTRING_SET}.jsonl", items)
+    manifest["sets"][DOCSTRING_SET] = {"corpus": DOCSTRING_SET, "queries": len(items)}
+    counts[DOCSTRING_SET] = len(items)
     register_held_out(manifest, tuple(counts), HELD_OUT)
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return counts
