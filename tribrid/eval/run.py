@@ -59,7 +59,7 @@ SET_NAMES = (
     *doc_sets.DOC_SET_CORPUS,
     *(f"unseen-{library}" for library in unseen_sets.LIBRARIES),
     *unseen_sets.REWORDED_SETS,
-    unseen_sets.DOCSTRING_SET,
+    *unseen_sets.DOCSTRING_SETS,
     *lang_sets.ALL_SET_NAMES,
 )
 console = Console(width=max(Console().width, 130))
@@ -367,8 +367,8 @@ def main() -> None:
     corpora = build_sets.corpus_dirs(args.work_dir) | doc_sets.corpus_dirs(args.work_dir)
     if any(corpus.startswith("unseen-") for corpus in needed - set(lang_sets.SET_NAMES)):
         corpora |= unseen_sets.corpus_dirs(args.unseen_dir)
-    if unseen_sets.DOCSTRING_SET in needed:
-        corpora[unseen_sets.DOCSTRING_SET] = unseen_sets.docstring_corpus_dirs(args.unseen_dir)[1]
+    for name in needed & set(unseen_sets.DOCSTRING_SETS):
+        corpora[name] = unseen_sets.docstring_corpus_dirs(name, args.unseen_dir)[1]
     if needed & set(lang_sets.SET_NAMES):
         corpora |= lang_sets.corpus_dirs(args.unseen_dir)
     if not args.no_index:
