@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.fusion.fuse import Fused, Ranked, rrf, weighted
-from services.fusion.gateway import plan
+from services.fusion.gateway import confident_weights, plan
 from tribrid.config import REPO_ROOT, load_config
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.eval import build_sets, doc_sets, lang_sets, unseen_sets
@@ -38,6 +38,7 @@ console = Console(width=max(Console().width, 140))
 LEGS = ("vector", "sparse", "graph")
 HELD_OUT = (*unseen_sets.HELD_OUT, *lang_sets.HELD_OUT, *doc_sets.HELD_OUT)
 
+DEFAULT_RULE = "dbsf + confidence (default)"
 # item id -> (path, start, end)
 Where = dict[str, tuple[str, int, int]]
 Rule = Callable[[dict[str, list[Ranked]], dict[str, float], str], list[Fused]]
@@ -51,6 +52,8 @@ class LabQuery:
     where: Where
     weights: dict[str, float]
     kind: str
+    # the weights the gateway fuses with: the plan's, scaled by each leg's confidence for prose
+    confident: dict[str, float]
 
 
 def _rrf(k: float) -> Rule:
@@ -77,7 +80,8 @@ def _sharper(rule: Rule, power: float) -> Rule:
 
 
 RULES: dict[str, Rule] = {
-    "rrf k=60 (now)": _rrf(60),
+    "dbsf + confidence (default)": _weighted("z_score"),
+    "rrf k=60": _rrf(60),
     "rrf k=20": _rrf(20),
     "rrf k=10": _rrf(10),
     "rrf k=5": _rrf(5),
@@ -119,7 +123,13 @@ def lab_queries(report: Mapping[str, Any], sets: Mapping[str, tuple[str, list[Ev
                 where.update({str(r[0]): (str(r[1]), int(r[2]), int(r[3])) for r in ranked})
             request = common_pb2.SearchRequest(corpus_id=corpus, query=query.query)
             fusion_plan = plan(cfg.fusion, request, corpus_profiles[corpus])
-            out.append(LabQuery(set_name, query, lists, where, fusion_plan.weights, fusion_plan.query_kind))
+            scores = {leg: [r.score for r in ranked] for leg, ranked in lists.items()}
+            confident = confident_weights(fusion_plan, scores)[0]
+            out.append(
+                LabQuery(
+                    set_name, query, lists, where, fusion_plan.weights, fusion_plan.query_kind, confident
+                )
+            )
     return out
 
 
@@ -145,11 +155,22 @@ def run(report_path: Path) -> dict[str, dict[str, float]]:
         row = {f"leg {leg}": statistics.mean(leg_ndcg(q, leg) for q in of_set) for leg in LEGS}
         for rule_name, rule in RULES.items():
             row[rule_name] = statistics.mean(
-                ndcg(rule({leg: q.lists[leg] for leg in LEGS if q.weights[leg] > 0}, q.weights, q.kind), q)
+                ndcg(
+                    rule(
+                        {leg: q.lists[leg] for leg in LEGS if q.weights[leg] > 0},
+                        _weights(rule_name, q),
+                        q.kind,
+                    ),
+                    q,
+                )
                 for q in of_set
             )
         table[set_name] = row
     return table
+
+
+def _weights(rule_name: str, q: LabQuery) -> dict[str, float]:
+    return q.confident if rule_name == DEFAULT_RULE else q.weights
 
 
 def show(table: dict[str, dict[str, float]]) -> None:
@@ -178,7 +199,7 @@ def plot(table: dict[str, dict[str, float]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = ["rrf k=60 (now)", "dbsf (z-score)", "min-max"]
+    shown = [DEFAULT_RULE, "rrf k=60", "dbsf (z-score)"]
     names = list(table)
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / (len(shown) + 1)

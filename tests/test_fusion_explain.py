@@ -9,9 +9,10 @@ import asyncpg
 import grpc
 import pytest
 
-from services.fusion.fuse import Fused, Ranked, cap_per_file, normalize_scores, rrf, weighted
-from services.fusion.gateway import Gateway, LegClient
+from services.fusion.fuse import Fused, Ranked, cap_per_file, confidence, normalize_scores, rrf, weighted
+from services.fusion.gateway import FusionPlan, Gateway, LegClient, confident_weights, plan
 from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
+from tribrid.config import FusionConfig
 from tribrid.legs import BY_NAME
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
@@ -81,6 +82,40 @@ def test_weighted_z_score_is_dbsf() -> None:
     fused = {f.item_id: f for f in weighted(legs, {"a": 3, "b": 1}, "z_score")}
     assert fused["3"].score == pytest.approx(0.75 * expected[3] + 0.25 * 1.0)
     assert fused["3"].contributions["a"].contribution == pytest.approx(0.75 * expected[3])
+
+
+def test_confidence_is_how_far_the_top_score_stands_above_its_list() -> None:
+    # 10, 3, 2, 1: mean 4, population std sqrt(12.5)
+    assert confidence([10.0, 3.0, 2.0, 1.0]) == pytest.approx(6 / 12.5**0.5)
+    assert confidence([5.0, 5.0, 5.0]) == 0.0  # nothing stands out
+    assert confidence([9.0, 1.0]) == 0.0  # too short a list to say
+
+
+def _natural_plan(**fusion: object) -> FusionPlan:
+    request = common_pb2.SearchRequest(corpus_id="c", query="read the configuration from a file")
+    return plan(FusionConfig.model_validate(fusion), request)
+
+
+def test_a_confident_leg_weighs_more_on_prose_questions_and_nothing_else_changes() -> None:
+    flat = [5.0 - 0.1 * i for i in range(30)]  # evenly spread: the top's z is about 1.7
+    standout = [9.0] + [2.0 - 0.01 * i for i in range(29)]  # one clear winner: z about 5.4
+    scores = {"vector": flat, "sparse": standout, "graph": flat}
+    natural = _natural_plan()
+    assert natural.query_kind == "natural" and natural.confidence_scaled
+    weights, reason = confident_weights(natural, scores)
+    assert natural.weights["vector"] > natural.weights["sparse"]
+    assert weights["sparse"] > weights["vector"] and sum(weights.values()) == pytest.approx(1.0)
+    assert "confidence" in reason and "sparse 5.4" in reason
+    # Plain RRF, explicit weights and a power of 0 are used as given.
+    for kept in (
+        _natural_plan(method="rrf"),
+        _natural_plan(adaptive_weights=False),
+        _natural_plan(confidence_power=0),
+    ):
+        assert confident_weights(kept, scores) == (kept.weights, kept.weights_reason)
+    # No leg stands out: the profile's weights.
+    same = {leg: flat for leg in scores}
+    assert confident_weights(natural, same)[0] == pytest.approx(natural.weights)
 
 
 def test_tie_order_is_deterministic() -> None:

@@ -298,6 +298,10 @@ def _default_legs() -> dict[str, LegFusion]:
     }
 
 
+def _default_confidence_kinds() -> list[QueryKindName]:
+    return ["natural", "mixed"]
+
+
 def _default_kind_weights() -> dict[QueryKindName, dict[str, float]]:
     # Each leg is the best tool for one kind of question; in RRF the others still fill in where
     # it has nothing (an identifier that names no entity leaves the graph list empty). The graph
@@ -421,6 +425,11 @@ class FusionConfig(_Section):
     # adaptive_weights=false, uses the weights of `legs` (with its own) instead.
     adaptive_weights: bool = True
     query_kind_weights: dict[QueryKindName, LegWeights] = Field(default_factory=_default_kind_weights)
+    # Kinds whose profile weights are scaled per query by each leg's confidence: how far its best
+    # score stands above its own list (the top score's z), to `confidence_power`. Score fusion
+    # only: explicit weights and method=rrf are used as given. 0 turns the scaling off.
+    confidence_kinds: list[QueryKindName] = Field(default_factory=_default_confidence_kinds)
+    confidence_power: float = Field(2.0, ge=0.0, le=8.0)
     # Legs that answer from code structure (the code graph's entities): on a corpus that is mostly
     # prose their profile weight shrinks with the share of code chunks, to 0 for documents alone.
     code_legs: Annotated[list[str], AfterValidator(_known_leg_list)] = Field(

@@ -6,6 +6,7 @@ Pure functions over ranked lists, so they can be checked against hand-computed e
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -114,6 +115,16 @@ def weighted(
             item.contributions[leg] = LegContribution(rank, hit.score, value, norm[leg] * value)
     _absent(list(results), fused)
     return _order(fused)
+
+
+def confidence(scores: Sequence[float]) -> float:
+    """How far a list's best score stands above the list: its z-score, 0 when below the mean or
+    when there are fewer than 3 scores or all are equal (no list to stand out of)."""
+    if len(scores) < 3:
+        return 0.0
+    mean = statistics.fmean(scores)
+    std = statistics.pstdev(scores, mean)
+    return max(0.0, (max(scores) - mean) / std) if std > 0 else 0.0
 
 
 def cap_per_file(fused: Sequence[Fused], file_of: Callable[[str], str], max_per_file: int) -> list[Fused]:

@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from services.fusion.fuse import (
     Fused,
     Ranked,
     cap_per_file,
+    confidence,
     normalize_weights,
     rrf,
     weighted,
@@ -206,6 +207,8 @@ class FusionPlan:
     query_kind: str = "mixed"
     query_intent: str = ""
     weights_reason: str = ""
+    # The kind's profile weights are scaled by each leg's confidence once the legs answer.
+    confidence_scaled: bool = False
 
 
 def plan(
@@ -223,12 +226,14 @@ def plan(
     kind = classify_query(request.query, code_corpus=corpus is None or not corpus.mostly_prose)
     weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
     reason = ""
+    scaled = False
     if fcfg.adaptive_weights and not weights_set:
         profile = fcfg.query_kind_weights.get(kind)
         if profile is not None:
             weights = {leg: profile.get(leg, 0.0) for leg in LEG_NAMES}
             if corpus is not None:
                 reason = _scale_code_legs(weights, fcfg.code_legs, corpus, kind)
+            scaled = kind in fcfg.confidence_kinds and fcfg.method != "rrf" and fcfg.confidence_power > 0
     on = [leg for leg in LEG_NAMES if enabled[leg]]
     if sum(weights[leg] for leg in on) <= 0:
         raise invalid(f"options.fusion.legs: the enabled legs' weights ({', '.join(on)}) sum to 0")
@@ -240,7 +245,31 @@ def plan(
         query_kind=kind,
         query_intent=(detect_intent(request.query) or "") if kind == "structural" else "",
         weights_reason=reason,
+        confidence_scaled=scaled,
     )
+
+
+def confident_weights(
+    fusion_plan: FusionPlan, answered: Mapping[str, Sequence[float]]
+) -> tuple[dict[str, float], str]:
+    """The plan's weights times each answering leg's confidence (`fuse.confidence` of its scores)
+    to `confidence_power`, normalized, and what was done; the plan's own when it asks for no
+    scaling or no leg stands out."""
+    weights = dict(fusion_plan.weights)
+    if not fusion_plan.confidence_scaled:
+        return weights, fusion_plan.weights_reason
+    power = fusion_plan.cfg.confidence_power
+    conf = {leg: confidence(scores) for leg, scores in answered.items() if weights.get(leg, 0.0) > 0}
+    scaled = {leg: weights[leg] * conf[leg] ** power for leg in conf}
+    if sum(scaled.values()) <= 0:
+        return weights, fusion_plan.weights_reason
+    said = ", ".join(f"{leg} {conf[leg]:.1f}" for leg in LEG_NAMES if leg in conf)
+    reason = "; ".join(
+        r
+        for r in (fusion_plan.weights_reason, f"scaled by each leg's confidence (top score's z): {said}")
+        if r
+    )
+    return normalize_weights(scaled) | {leg: 0.0 for leg in LEG_NAMES if leg not in scaled}, reason
 
 
 def _scale_code_legs(
@@ -360,7 +389,10 @@ class Gateway:
 
         merge_started = time.perf_counter()
         first_seen = _first_seen(answered, technique_lists)
-        fused = self._fuse(fusion_plan, answered, technique_lists)
+        weights, weights_reason = confident_weights(
+            fusion_plan, {leg: [m.score for m in o.matches] for leg, o in answered.items()}
+        )
+        fused = self._fuse(fusion_plan.cfg, weights, answered, technique_lists)
         fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
         if fusion_plan.query_intent in DEFINITION_INTENTS:
             fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
@@ -381,9 +413,9 @@ class Gateway:
             fusion_method=fcfg.method,
             query_kind=fusion_plan.query_kind,
             query_intent=fusion_plan.query_intent,
-            weights=fusion_plan.weights,
+            weights=weights,
             techniques=[result.report for result in results],
-            weights_reason=fusion_plan.weights_reason,
+            weights_reason=weights_reason,
         )
 
     async def _corpus_profile(self, corpus_id: str) -> CorpusProfile | None:
@@ -519,20 +551,23 @@ class Gateway:
 
     @staticmethod
     def _fuse(
-        fusion_plan: FusionPlan, answered: dict[str, LegOutcome], extra: Sequence[RankedList] = ()
+        cfg: FusionConfig,
+        leg_weights: Mapping[str, float],
+        answered: dict[str, LegOutcome],
+        extra: Sequence[RankedList] = (),
     ) -> list[Fused]:
         """The legs' lists by leg name and the techniques' by `leg:source`, each weighing as its leg
         (times the technique's factor): with no technique, plain (weighted) RRF over the legs."""
         ranked = {leg: [Ranked(m.chunk_id, m.score) for m in o.matches] for leg, o in answered.items()}
-        weights = {leg: fusion_plan.weights[leg] for leg in answered}
+        weights = {leg: leg_weights[leg] for leg in answered}
         for extra_list in extra:
             ranked[extra_list.key] = [Ranked(m.chunk_id, m.score) for m in extra_list.matches]
-            weights[extra_list.key] = fusion_plan.weights[extra_list.leg] * extra_list.weight_factor
+            weights[extra_list.key] = leg_weights[extra_list.leg] * extra_list.weight_factor
         if sum(weights.values()) <= 0:  # only zero-weight legs answered: rank them equally
             weights = dict.fromkeys(ranked, 1.0)
-        if fusion_plan.cfg.method == "rrf":
-            return rrf(ranked, weights, fusion_plan.cfg.rrf_k)
-        return weighted(ranked, weights, fusion_plan.cfg.normalization)
+        if cfg.method == "rrf":
+            return rrf(ranked, weights, cfg.rrf_k)
+        return weighted(ranked, weights, cfg.normalization)
 
     @staticmethod
     def _to_matches(
