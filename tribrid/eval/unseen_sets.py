@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_4 are tables of wordings written (sessions 8 and 9) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_5 are tables of wordings written (sessions 8 and 9) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first three were each measured once while held out (rounds 2-4 of
-evals/README.md), then tuned on; the fourth is the held-out wording now
-(`unseen-starlette-reworded-4`, and lang_sets.REWORDED_SETS).
+changed after it. The first four were each measured once while held out (rounds 2-5 of
+evals/README.md), then tuned on; the fifth is the held-out wording now
+(`unseen-starlette-reworded-5`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-2": "starlette",
     "unseen-starlette-reworded-3": "starlette",
     "unseen-starlette-reworded-4": "starlette",
+    "unseen-starlette-reworded-5": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -61,7 +62,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-2": ("docx", "pypdf"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-4", "unseen-docstring-2")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-5", "unseen-docstring-2")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -352,12 +353,97 @@ REWORDED_PHRASINGS_4: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
 }
+# Round 6 (session 9), written by a fifth helper that saw neither the reader nor any set.
+REWORDED_PHRASINGS_5: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        (
+            "ide-debug-trace",
+            "I'm stepping through a failing test and {x} keeps getting a None argument, "
+            "which functions call it so I can trace where the None comes from?",
+        ),
+        (
+            "manager-request",
+            "Can someone pull together a list of every place in the codebase that invokes {x}? "
+            "Need it for the deprecation plan.",
+        ),
+        (
+            "long-context-blast-radius",
+            "We're planning to change the signature of {x} so it takes a single options object "
+            "instead of five positional arguments. Before I open the PR I want to understand the "
+            "blast radius, because last time we changed something like this a couple of scripts in "
+            "the tools folder broke silently and nobody noticed for a week. Could you list all the "
+            "functions and methods that call it (or construct it, if it's a class), including tests?",
+        ),
+        ("terse-call-sites", "{x} call sites"),
+        ("passive-where-from", "where in this repo is {x} being called from?"),
+        ("code-formatted-paths", "what code paths end up calling `{x}()`?"),
+        (
+            "used-anywhere-else",
+            "is {x} used anywhere else outside its own module? which functions use it?",
+        ),
+        ("typo-lowercase", "whihc functions instanciate or call {x}"),
+    ),
+    "callees": (
+        (
+            "ide-what-runs",
+            "debugging this now: what ends up running when I call {x}? "
+            "list the functions it calls internally",
+        ),
+        (
+            "manager-dependencies",
+            "Please summarise which other functions and methods {x} calls directly.",
+        ),
+        (
+            "long-context-profiling",
+            "I'm trying to figure out why {x} is so slow in production. The profiler flame graph is "
+            "pretty noisy and mostly shows time spent somewhere below it, but the frames are all "
+            "inlined wrappers so I can't tell which helper is actually responsible. Before I start "
+            "adding timers everywhere, could you list the functions and methods that it calls from "
+            "its body, so I know which downstream helpers are worth instrumenting first?",
+        ),
+        ("terse-outgoing", "outgoing calls from {x}"),
+        (
+            "passive-inside-body",
+            "the functions that get called inside the body of {x}, which ones are they?",
+        ),
+        ("code-formatted-under-hood", "`{x}()` - what does it invoke under the hood?"),
+        (
+            "relies-on-helpers",
+            "which helper functions does {x} rely on, i.e. what gets called from inside it?",
+        ),
+        ("typo-short", "funcs called by {x} in its implmentation"),
+    ),
+    "subclasses": (
+        ("java-implementors", "Show me all implementors of {x} in this project."),
+        ("go-satisfy-interface", "which types satisfy the {x} interface?"),
+        ("csharp-derive", "What classes derive from {x} in this solution?"),
+        (
+            "python-overrides",
+            "which classes inherit from {x} and override its methods?",
+        ),
+        (
+            "built-on-top-base",
+            "what's built on top of {x}? as in, which classes use it as their base class",
+        ),
+        (
+            "long-context-abstract-base",
+            "I need to add a new abstract method to {x} as part of the plugin refactor, and "
+            "anything that inherits from it will have to implement the method or it will fail at "
+            "instantiation time. I'd rather not discover the breakage in CI one class at a time. "
+            "Could you list every concrete class that subclasses it, directly or through an "
+            "intermediate parent, so I can update them all in the same change?",
+        ),
+        ("terse-child-classes", "{x} child classes"),
+        ("typo-lowercase", "any clases that inhert from {x}??"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
     "unseen-starlette-reworded-2": REWORDED_PHRASINGS_2,
     "unseen-starlette-reworded-3": REWORDED_PHRASINGS_3,
     "unseen-starlette-reworded-4": REWORDED_PHRASINGS_4,
+    "unseen-starlette-reworded-5": REWORDED_PHRASINGS_5,
 }
 
 
