@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tribrid.query_cues import asked_name, read_relation
-from tribrid.query_kind import detect_intent
+from tribrid.query_kind import detect_intent, read_question
 
 READINGS: list[tuple[str, str]] = [
     # callers: the name is the object, or a noun says so
@@ -33,6 +33,8 @@ READINGS: list[tuple[str, str]] = [
     ("does Session.send hit the network helpers or anything else?", "callees"),
     ("what does `flush_buffers` reach out to?", "callees"),
     ("normalize internal calls", "callees"),
+    ("wat helpers does flush_buffers call inside it", "callees"),
+    ("Which are the helpers that Session.send is calling inside of its implementation?", "callees"),
     # subclasses / bases
     ("Which types have `BaseTransport` as their parent?", "subclasses"),
     ("anyone know what specializes RetryPolicy?", "subclasses"),
@@ -40,6 +42,7 @@ READINGS: list[tuple[str, str]] = [
     ("Which classes are derived from `Widget`, directly or not?", "subclasses"),
     ("What is the superclass of HTTPTransport?", "bases"),
     ("HTTPTransport extends what exactly?", "bases"),
+    ("Which classes are making the extension of the class BaseTransport?", "subclasses"),
 ]
 
 
@@ -76,3 +79,15 @@ def test_no_reading_without_a_name_a_relation_or_a_question(query: str) -> None:
 )
 def test_a_name_in_lower_case_is_the_word_beside_the_relation(query: str, name: str | None) -> None:
     assert asked_name(query) == name
+
+
+def test_a_long_message_is_read_from_its_last_sentences() -> None:
+    story = (
+        "We are moving the retry logic into its own package, and the downstream services that embed"
+        " this client will need a new release anyway, so nobody minds a breaking change this time."
+        " Last time the callbacks were renamed it took a week to find every place that broke. "
+    ) * 2
+    question = "So before I touch it: which functions call parse_headers?"
+    query = story + question
+    assert len(query) > 300 and "downstream" in story  # a relation word the question does not ask
+    assert read_question(query) == ("which functions call parse_headers?", "callers")

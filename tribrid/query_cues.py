@@ -50,7 +50,8 @@ _DOWN_NOUNS = (
     "heir",
 )
 _UP_NOUNS = ("superclass", "parent", "base", "ancestor", "supertype")
-_INHERIT_NOUNS = ("inheritance",)  # a relation without a direction: subclasses, the common ask
+# a relation without a direction: subclasses, the common ask ("the extension of the class X")
+_INHERIT_NOUNS = ("inheritance", "extension")
 _CALL_VERBS = ("call", "invok", "instantiat", "delegat")
 # Verbs of reaching, said of calls in chat ("what code paths lead into X", "does X hit any other
 # functions", "what does X reach out to"): whole words, since as stems they would match "leader".
@@ -70,8 +71,10 @@ _OPENERS = frozenset(
     """who whom whose what which where when why how is are was were does do did can could would
     will should shall may might any anyone anybody anything please show list find give tell get
     enumerate trace check look search i i'm im we we're my our hey hi yo so and but before after
-    need want help""".split()
+    need want help wat wut whats pls plz""".split()
 )
+# "its implementation" is the code of a function, not a class implementing an interface
+_POSSESSIVES = frozenset(("its", "their", "his", "her", "my", "our", "your", "the"))
 _TERSE_WORDS = 6  # a query this short is a search, not prose
 # Words a question is made of, never the name it asks about: with no word written as a name, the
 # name is the word next to the relation word that is none of these ("replace invoked where",
@@ -187,6 +190,8 @@ def _subject(lowered: list[str], mentions: set[int], verb_at: int) -> bool:
 def _inheritance(lowered: list[str], mentions: set[int]) -> Relation | None:
     seen = False
     for i, word in enumerate(lowered):
+        if word.startswith("implementation") and i > 0 and lowered[i - 1] in _POSSESSIVES - {"the"}:
+            continue
         if word.startswith(_UP_NOUNS):
             # "classes that have X as their parent": X is the base, the answer its subclasses
             has_as = any(

@@ -207,19 +207,42 @@ MAX_QUESTION_CHARS = 300
 
 
 def detect_intent(query: str) -> Intent | None:
-    """What a structural question asks for: the family whose pattern reads the longest stretch of
-    it (the more of the question a reading explains, the likelier it is), the earlier family on a
-    tie ("show me the methods" is a members question, "the methods called inside X" a longer
-    callees one). A wording no family reads gets the cue reading (`tribrid.query_cues`)."""
-    if len(query) > MAX_QUESTION_CHARS:
-        return None
+    """What a structural question asks for (None: no reading); see `read_question`."""
+    return read_question(query)[1]
+
+
+def read_question(query: str) -> tuple[str, Intent | None]:
+    """The part of the query the question is in, and what it asks for. A query of at most
+    MAX_QUESTION_CHARS is read whole. A long message is read from its end, the last sentence
+    first, then the last two, ... within MAX_QUESTION_CHARS: people explain first and ask last,
+    and the story before may name relations the question does not ask about. The part is the
+    longest tried when none reads."""
+    if len(query) <= MAX_QUESTION_CHARS:
+        return query, _read(query)
+    starts = [m.end() for m in _SENTENCE_BREAK.finditer(query) if len(query) - m.end() <= MAX_QUESTION_CHARS]
+    for start in reversed(starts):
+        intent = _read(query[start:])
+        if intent is not None:
+            return query[start:], intent
+    return (query[starts[0] :] if starts else ""), None
+
+
+def _read(text: str) -> Intent | None:
+    """The family whose pattern reads the longest stretch of the text (the more of the question a
+    reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
+    members question, "the methods called inside X" a longer callees one). A wording no family
+    reads gets the cue reading (`tribrid.query_cues`)."""
     best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
         for pattern in patterns:
-            found = pattern.search(query)
+            found = pattern.search(text)
             if found is not None and (best is None or len(found.group()) > best[0]):
                 best = (len(found.group()), family.intent)
-    return best[1] if best is not None else read_relation(query)
+    return best[1] if best is not None else read_relation(text)
+
+
+# Where a sentence or a clause ends: its mark and the space after it.
+_SENTENCE_BREAK = re.compile(r"[.?!:;]\s+")
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")

@@ -32,7 +32,7 @@ from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
 from tribrid.query_cues import asked_name
-from tribrid.query_kind import detect_intent, is_code_like
+from tribrid.query_kind import detect_intent, is_code_like, read_question
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
@@ -410,13 +410,16 @@ async def graph_search(
 ) -> GraphResult:
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
     leg's index of the references to code outside the corpus."""
-    terms = seed_terms(params.query)
     plan = _traversal_plan(settings, params.query)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
+    terms = seed_terms(params.query)
     if directional:
+        # the names of the question itself, not of the story a long message tells before it
+        question = read_question(params.query)[0] or params.query
+        terms = seed_terms(question)
         # a name in lower case, or one that is also a question word ("Attributes invoked where")
-        asked = asked_name(params.query)
-        terms = _name_like(terms, params.query) or ([asked] if asked else terms)
+        asked = asked_name(question)
+        terms = _name_like(terms, question) or ([asked] if asked else terms)
     if not terms:
         return GraphResult([], {})
     # One-edit fuzzy matching is for a mistyped name; in prose it only adds near-miss noise and is
