@@ -56,7 +56,7 @@ def write_pdf(pages: tuple[tuple[str, ...], ...], title: str = "VxRail Operation
     pdf = canvas.Canvas(out, pagesize=A4)
     pdf.setTitle(title)
     pdf.setAuthor("Ops Team")
-    pdf.setKeywords(["backup", "restore"])
+    pdf.setKeywords("backup, restore")
     for lines in pages:
         for number, line in enumerate(lines):
             pdf.drawString(72, 800 - 16 * number, line)
