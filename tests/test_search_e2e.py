@@ -137,6 +137,14 @@ async def test_weights_follow_the_kind_of_query(
     got = (reply.weights["vector"], reply.weights["sparse"], reply.weights["graph"])
     if "weights" in options:  # 1.0 / 0.3 (configured) / 1.0
         assert got == pytest.approx((1 / 2.3, 0.3 / 2.3, 1 / 2.3))
+    elif kind in ("natural", "mixed"):
+        # prose: the profile scaled by each leg's confidence squared, as the reason reports it
+        said = reply.weights_reason.split("top score's z): ", 1)[1]
+        confidence = {leg: float(value) for leg, value in (part.split() for part in said.split(", "))}
+        scaled = [
+            w * confidence[leg] ** 2 for leg, w in zip(("vector", "sparse", "graph"), weights, strict=True)
+        ]
+        assert got == pytest.approx([w / sum(scaled) for w in scaled], abs=0.005)  # the reason rounds
     else:
         assert got == pytest.approx(weights)
 

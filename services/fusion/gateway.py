@@ -263,7 +263,7 @@ def confident_weights(
     scaled = {leg: weights[leg] * conf[leg] ** power for leg in conf}
     if sum(scaled.values()) <= 0:
         return weights, fusion_plan.weights_reason
-    said = ", ".join(f"{leg} {conf[leg]:.1f}" for leg in LEG_NAMES if leg in conf)
+    said = ", ".join(f"{leg} {conf[leg]:.2f}" for leg in LEG_NAMES if leg in conf)
     reason = "; ".join(
         r
         for r in (fusion_plan.weights_reason, f"scaled by each leg's confidence (top score's z): {said}")
