@@ -91,3 +91,10 @@ def test_a_long_message_is_read_from_its_last_sentences() -> None:
     query = story + question
     assert len(query) > 300 and "downstream" in story  # a relation word the question does not ask
     assert read_question(query) == ("which functions call parse_headers?", "callers")
+
+
+def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
+    # MAX_QUESTION_SENTENCES bounds the readings a message of many short sentences costs
+    preface = "We spent the week on the release. " * 10
+    assert detect_intent(preface + "Which functions call parse_headers? " + "Ok. " * 7 + "Thanks") == "callers"
+    assert detect_intent(preface + "Which functions call parse_headers? " + "Ok. " * 8 + "Thanks") is None

@@ -204,6 +204,9 @@ _COMPILED: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...] = tuple(
 # A question about code structure is one short sentence; longer text is prose or a pasted
 # passage. The cap also bounds the matching time: every pattern is tried at each position.
 MAX_QUESTION_CHARS = 300
+# A long message is read from its last sentence back, at most this many ending sentences (each
+# reading tries every pattern: this bounds the work for a message of many short "sentences").
+MAX_QUESTION_SENTENCES = 8
 
 
 def detect_intent(query: str) -> Intent | None:
@@ -214,12 +217,13 @@ def detect_intent(query: str) -> Intent | None:
 def read_question(query: str) -> tuple[str, Intent | None]:
     """The part of the query the question is in, and what it asks for. A query of at most
     MAX_QUESTION_CHARS is read whole. A long message is read from its end, the last sentence
-    first, then the last two, ... within MAX_QUESTION_CHARS: people explain first and ask last,
-    and the story before may name relations the question does not ask about. The part is the
-    longest tried when none reads."""
+    first, then the last two, ... within MAX_QUESTION_CHARS and MAX_QUESTION_SENTENCES: people
+    explain first and ask last, and the story before may name relations the question does not
+    ask about. The part is the longest tried when none reads."""
     if len(query) <= MAX_QUESTION_CHARS:
         return query, _read(query)
-    starts = [m.end() for m in _SENTENCE_BREAK.finditer(query) if len(query) - m.end() <= MAX_QUESTION_CHARS]
+    breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
+    starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     for start in reversed(starts):
         intent = _read(query[start:])
         if intent is not None:
