@@ -96,5 +96,6 @@ def test_a_long_message_is_read_from_its_last_sentences() -> None:
 def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
     # MAX_QUESTION_SENTENCES bounds the readings a message of many short sentences costs
     preface = "We spent the week on the release. " * 10
-    assert detect_intent(preface + "Which functions call parse_headers? " + "Ok. " * 7 + "Thanks") == "callers"
-    assert detect_intent(preface + "Which functions call parse_headers? " + "Ok. " * 8 + "Thanks") is None
+    question = "Which functions call parse_headers? "
+    assert detect_intent(preface + question + "Ok. " * 6 + "Thanks") == "callers"  # its 8th sentence
+    assert detect_intent(preface + question + "Ok. " * 7 + "Thanks") is None  # its 9th
