@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import json
 import shutil
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +36,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bench.report import write_report
 from bench.server_cpu import cpu_seconds, server_roots
 from services.fusion.gateway import Gateway, LegClient
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
@@ -408,10 +408,7 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args))
     show(result)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_fusion.json").write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, RESULTS / "bench_fusion.png")
-    console.print(f"wrote {RESULTS / 'bench_fusion.json'} and {RESULTS / 'bench_fusion.png'}")
+    write_report(RESULTS, "bench_fusion", result, plot, console)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.report import write_report
 from tribrid.config import REPO_ROOT, load_config
 from tribrid.embedding import LocalEmbedder
 from tribrid.indexing.chunker import chunk_file
@@ -173,10 +173,7 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.path or default_path(), args.runs)
     show(result)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_ner.json").write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, RESULTS / "bench_ner.png")
-    console.print(f"wrote {RESULTS / 'bench_ner.json'} and {RESULTS / 'bench_ner.png'}")
+    write_report(RESULTS, "bench_ner", result, plot, console)
 
 
 if __name__ == "__main__":

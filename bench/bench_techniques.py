@@ -34,6 +34,7 @@ from rich.table import Table
 
 from bench import click_corpus
 from bench.procstack import free_port
+from bench.report import write_report
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
@@ -237,10 +238,7 @@ def main() -> None:
         shutil.rmtree(args.state_dir, ignore_errors=True)
     result = asyncio.run(run(args))
     show(result)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_techniques.json").write_text(json.dumps(result, indent=2))
-    plot(result, RESULTS / "bench_techniques.png")
-    console.print(f"wrote {RESULTS / 'bench_techniques.json'} and {RESULTS / 'bench_techniques.png'}")
+    write_report(RESULTS, "bench_techniques", result, plot, console)
 
 
 if __name__ == "__main__":

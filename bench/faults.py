@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -38,6 +37,7 @@ from rich.table import Table
 
 from bench import click_corpus
 from bench.procstack import ProcessStack, stack_config
+from bench.report import write_report
 from tribrid.config import REPO_ROOT
 from tribrid.legs import LEG_NAMES, source_name
 from tribrid.stores.embedded import falkordb, postgres
@@ -304,10 +304,7 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args))
     show(result)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "faults.json").write_text(json.dumps(result, indent=1))
-    plot(result, args.out / "faults.png")
-    console.print(f"wrote {args.out / 'faults.json'} and faults.png")
+    write_report(args.out, "faults", result, plot, console)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.procstack import service_env, stack_config
+from bench.report import write_report
 from services.indexer.consistency import Consistency, check_corpus, falkordb_graph_keys
 from services.indexer.pipeline import IndexPipeline
 from tribrid.config import REPO_ROOT, TriBridConfig
@@ -352,10 +353,7 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args))
     show(result)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "faults_index.json").write_text(json.dumps(result, indent=1))
-    plot(result, args.out / "faults_index.png")
-    console.print(f"wrote {args.out / 'faults_index.json'} and faults_index.png")
+    write_report(args.out, "faults_index", result, plot, console)
 
 
 if __name__ == "__main__":

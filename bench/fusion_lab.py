@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.report import write_report
 from services.fusion.fuse import Fused, Ranked, rrf, weighted
 from services.fusion.gateway import confident_weights, plan
 from tribrid.config import REPO_ROOT, load_config
@@ -225,10 +226,7 @@ def main() -> None:
     args = parser.parse_args()
     table = run(args.report)
     show(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fusion-lab.json").write_text(json.dumps(table, indent=1))
-    plot(table, args.out / "fusion-lab.png")
-    console.print(f"wrote {args.out / 'fusion-lab.json'} and fusion-lab.png")
+    write_report(args.out, "fusion-lab", table, plot, console)
 
 
 if __name__ == "__main__":

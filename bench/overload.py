@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +34,7 @@ from bench import click_corpus
 from bench.faults import CORPUS, GatewayLoad
 from bench.load import percentile
 from bench.procstack import SERVICE_NAMES, ProcessStack, process_rss_mb, stack_config
+from bench.report import write_report
 from tribrid.config import REPO_ROOT
 
 RESULTS = REPO_ROOT / "bench" / "results"
@@ -226,10 +226,7 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args))
     show(result)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "overload.json").write_text(json.dumps(result, indent=1))
-    plot(result, args.out / "overload.png")
-    console.print(f"wrote {args.out / 'overload.json'} and overload.png")
+    write_report(args.out, "overload", result, plot, console)
 
 
 if __name__ == "__main__":
