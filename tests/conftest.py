@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from bench.procstack import free_port
 from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from tribrid.graphstore.base import graph_key
 from tribrid.legs import BY_NAME
+from tribrid.models import Entity, Relation
 from tribrid.serve import ALL_SERVICES, Resources, start_services
 from tribrid.server import RunningServer
 from tribrid.stores import embedded
@@ -108,6 +110,30 @@ async def store_committed_chunks(
             for c in chunks
         ],
     )
+
+
+@asynccontextmanager
+async def committed_graph(
+    stack: Stack,
+    corpus_id: str,
+    generation: int,
+    chunks: Sequence[StoredChunk],
+    entities: Sequence[Entity],
+    relations: Sequence[Relation],
+) -> AsyncIterator[str]:
+    """A committed corpus (store_committed_chunks) and the graph of that generation; both are
+    removed on leaving."""
+    await store_committed_chunks(stack, corpus_id, generation, chunks)
+    store = stack.resources.graph()
+    key = graph_key(corpus_id, generation)
+    await store.ensure_schema(key)
+    await store.upsert_entities(key, entities)
+    await store.upsert_relations(key, relations)
+    try:
+        yield corpus_id
+    finally:
+        await store.delete_corpus(key)
+        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 async def index_corpus(stack: Stack, corpus_id: str, path: Path | str) -> indexer_pb2.IndexProgress:

@@ -22,7 +22,7 @@ from services.graph.documents import (
 )
 from services.graph.search import GraphResult
 from services.graph.service import GraphServicer
-from tests.conftest import Stack, StoredChunk, index_corpus, store_committed_chunks
+from tests.conftest import Stack, StoredChunk, committed_graph, index_corpus
 from tests.test_document_graph import KNOWLEDGE
 from tests.test_graph_leg import FIXTURE_EDGES, GENERATION, fixture_entities, graph_corpus, graph_options
 from tribrid.config import TriBridConfig
@@ -109,17 +109,8 @@ async def document_corpus(stack: Stack, *, with_code: bool = False) -> AsyncIter
         entities += code
         relations += [Relation(a, b, t) for a, b, t in FIXTURE_EDGES]
         rows += [StoredChunk(e.chunk_id, e.file_path, "python", e.qualified_name, "pass") for e in code]
-    await store_committed_chunks(stack, corpus_id, GENERATION, rows)
-    store = stack.resources.graph()
-    key = graph_key(corpus_id, GENERATION)
-    await store.ensure_schema(key)
-    await store.upsert_entities(key, entities)
-    await store.upsert_relations(key, relations)
-    try:
+    async with committed_graph(stack, corpus_id, GENERATION, rows, entities, relations):
         yield corpus_id
-    finally:
-        await store.delete_corpus(key)
-        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 @pytest.fixture

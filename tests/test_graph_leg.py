@@ -15,7 +15,7 @@ import pytest
 
 from services.graph.search import seed_terms
 from services.graph.service import GraphServicer
-from tests.conftest import Stack, StoredChunk, store_committed_chunks
+from tests.conftest import Stack, StoredChunk, committed_graph
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import graph_key
@@ -98,17 +98,8 @@ async def graph_corpus(
         StoredChunk(e.chunk_id, e.file_path, "python", e.qualified_name, f"def {e.name}(): pass")
         for e in made
     ]
-    await store_committed_chunks(stack, corpus_id, GENERATION, chunks)
-    store = stack.resources.graph()
-    graph = graph_key(corpus_id, GENERATION)
-    await store.ensure_schema(graph)
-    await store.upsert_entities(graph, made)
-    await store.upsert_relations(graph, relations)
-    try:
+    async with committed_graph(stack, corpus_id, GENERATION, chunks, made, relations):
         yield corpus_id
-    finally:
-        await store.delete_corpus(graph)
-        await (await stack.resources.pool()).execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
 
 
 def entities_named(names: list[str]) -> Callable[[str], list[Entity]]:
