@@ -47,6 +47,7 @@ from typing import Literal
 
 import asyncpg
 
+from services.graph.entities import edge_properties
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
 from tribrid.config import DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import GraphReader
@@ -358,16 +359,6 @@ def _display(entity: Entity | None, node_id: str) -> str:
     if entity is None:
         return node_id
     return entity.qualified_name if entity.type == "chunk" else entity.name
-
-
-def edge_properties(relation: Relation) -> common_pb2.EdgeProperties:
-    return common_pb2.EdgeProperties(
-        count=relation.count,
-        strength=relation.strength,
-        similarity=relation.similarity,
-        inferred=relation.inferred,
-        confidence=relation.confidence if relation.inferred else 0.0,
-    )
 
 
 def provenance(
