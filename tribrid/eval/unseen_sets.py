@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_5 are tables of wordings written (sessions 8 and 9) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_6 are tables of wordings written (sessions 8 to 10) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first four were each measured once while held out (rounds 2-5 of
-evals/README.md), then tuned on; the fifth is the held-out wording now
-(`unseen-starlette-reworded-5`, and lang_sets.REWORDED_SETS).
+changed after it. The first five were each measured once while held out (rounds 2-6 of
+evals/README.md), then tuned on; the sixth is the held-out wording now
+(`unseen-starlette-reworded-6`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-3": "starlette",
     "unseen-starlette-reworded-4": "starlette",
     "unseen-starlette-reworded-5": "starlette",
+    "unseen-starlette-reworded-6": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -62,7 +63,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-2": ("docx", "pypdf"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-5", "unseen-docstring-2")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-6", "unseen-docstring-2")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -437,6 +438,69 @@ REWORDED_PHRASINGS_5: dict[str, tuple[tuple[str, str], ...]] = {
         ("typo-lowercase", "any clases that inhert from {x}??"),
     ),
 }
+# Round 7 (session 10), written by a sixth helper that saw neither the reader nor any set.
+REWORDED_PHRASINGS_6: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("ide-find-usages", "find usages of {x}, only the places where it's actually invoked"),
+        (
+            "context-then-pronoun",
+            (
+                "I'm changing the signature of {x} to take a timeout argument. "
+                "Which functions call it and will need updating?"
+            ),
+        ),
+        ("non-native-english", "where is {x} being call from? i need list of the caller functions"),
+        ("backtick-imperative", "list every function or method that invokes `{x}()`"),
+        ("passive-voice", "In which places is {x} called?"),
+        ("call-hierarchy-incoming", "show incoming calls in the call hierarchy for {x}"),
+        ("rust-typo-terse", "whcih fns call {x}? want to see all the call sites"),
+        ("noun-phrase", "call sites of {x} across the codebase"),
+    ),
+    "callees": (
+        ("call-hierarchy-outgoing", "open the call hierarchy for {x} and show outgoing calls"),
+        (
+            "context-then-pronoun",
+            (
+                "I'm trying to figure out why {x} is so slow. "
+                "What other functions does it call internally?"
+            ),
+        ),
+        (
+            "non-native-english",
+            "which functions are called inside of {x} body? i want know its dependencies",
+        ),
+        ("backtick-arrow-terse", "`{x}()` -> which functions does it invoke"),
+        ("noun-phrase", "functions invoked from within {x}"),
+        ("go-typo", "what funcs does {x} call into? trying to see what it delegates too"),
+        ("passive-voice", "Which methods are called by {x}?"),
+        (
+            "long-imperative",
+            (
+                "list all the functions and methods that get called from the body of {x}, "
+                "one level deep is fine"
+            ),
+        ),
+    ),
+    "subclasses": (
+        ("ide-type-hierarchy", "show the type hierarchy for {x}, just the subtypes"),
+        ("java-extends", "which classes extend {x}?"),
+        ("csharp-derived", "find all derived classes of {x}, including indirect ones"),
+        (
+            "context-then-pronoun",
+            (
+                "I'm adding an abstract method to {x}. Which classes inherit from it "
+                "and would have to override the new method?"
+            ),
+        ),
+        (
+            "non-native-english",
+            "what are the classes that is inheriting from {x}? also the childs of childs",
+        ),
+        ("go-rust-implementors", "what types implement {x}? looking for all implementors"),
+        ("js-extends-backtick", "anything in the repo that does `extends {x}`?"),
+        ("passive-typo", "where is {x} subclased, directly or further down the hierarchy?"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -444,6 +508,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-3": REWORDED_PHRASINGS_3,
     "unseen-starlette-reworded-4": REWORDED_PHRASINGS_4,
     "unseen-starlette-reworded-5": REWORDED_PHRASINGS_5,
+    "unseen-starlette-reworded-6": REWORDED_PHRASINGS_6,
 }
 
 
