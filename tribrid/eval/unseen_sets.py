@@ -460,10 +460,7 @@ REWORDED_PHRASINGS_6: dict[str, tuple[tuple[str, str], ...]] = {
         ("call-hierarchy-outgoing", "open the call hierarchy for {x} and show outgoing calls"),
         (
             "context-then-pronoun",
-            (
-                "I'm trying to figure out why {x} is so slow. "
-                "What other functions does it call internally?"
-            ),
+            ("I'm trying to figure out why {x} is so slow. What other functions does it call internally?"),
         ),
         (
             "non-native-english",
