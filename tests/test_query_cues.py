@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_cues import asked_name, read_relation
+from tribrid.query_cues import asked_name, read_relation, resolve_pronouns, written_names
 from tribrid.query_kind import detect_intent, read_question
 
 READINGS: list[tuple[str, str]] = [
@@ -99,3 +99,29 @@ def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
     question = "Which functions call parse_headers? "
     assert detect_intent(preface + question + "Ok. " * 6 + "Thanks") == "callers"  # its 8th sentence
     assert detect_intent(preface + question + "Ok. " * 7 + "Thanks") is None  # its 9th
+
+
+def test_a_pronoun_in_the_question_stands_for_the_name_the_message_said_before() -> None:
+    story = (
+        "I'm trying to figure out why translateZ is so slow in production. The profiler flame graph"
+        " is noisy and mostly shows time spent somewhere below it, in frames the Python and GitHub"
+        " tooling cannot name, so the timings there tell me very little. "
+    )
+    question = "Could you list the functions that it calls from its body, so I know where to look?"
+    assert len(story + question) > 300
+    part, intent = read_question(story + question)
+    assert intent == "callees"
+    assert (
+        part == "Could you list the functions that translateZ calls from its body, so I know where to look?"
+    )
+
+
+def test_a_pronoun_is_left_alone_when_the_message_names_nothing_before_it() -> None:
+    assert resolve_pronouns("which functions call it?", "We spent the week on the release. ") == (
+        "which functions call it?"
+    )
+    assert written_names("Before I open the PR, ask GitHub. Then `run_all` and Python.") == [
+        "GitHub",
+        "`run_all`",
+        "Python",
+    ]

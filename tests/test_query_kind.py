@@ -219,6 +219,21 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
         "label and pronoun",
         ["subclasses: Widget", "everything extending Widget", "one class inheriting from Protocol"],
     ),
+    (
+        "subclasses",
+        "built on, satisfied, used as a base",
+        [
+            "what's built on top of Widget?",
+            "which types satisfy the Reader interface?",
+            "which classes use it as their base class: Widget",
+        ],
+    ),
+    (
+        "subclasses",
+        "mistyped",
+        ["any clases that inhert from Widget??", "wich classes derrive from Widget"],
+    ),
+    ("callees", "abbreviated and mistyped", ["funcs called by flush in its implmentation"]),
     ("members", "label", ["methods: Session"]),
     ("bases", "label", ["base classes: Client"]),
 ]
@@ -246,6 +261,8 @@ def test_phrasing_families(intent: str, query: str) -> None:
         "shop checkout total",
         "read the config files using the default encoding",
         "the types we need for the parser",
+        "is there a cell that holds the total",  # "there" and "cell" are words, not typos
+        "which cases does the parser handle",
     ],
 )
 def test_prose_is_not_read_as_a_structural_question(query: str) -> None:

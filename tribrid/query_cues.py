@@ -36,6 +36,7 @@ _INHERIT_VERBS = (
     "implement",
     "speciali",
     "fulfil",
+    "satisf",
     "overrid",
 )
 _DOWN_NOUNS = (
@@ -62,6 +63,8 @@ _REACH_VERBS = frozenset(
 _IN_NOUNS = ("caller", "instance", "usages", "incoming", "fanin", "invoker")
 _OUT_NOUNS = ("callee", "outgoing", "fanout", "downstream", "internally", "internal")
 _PRONOUNS = frozenset(("it", "itself"))  # stand for the name once it is said
+_PRONOUN = re.compile(r"\b(?:it|itself)\b", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.?!])\s+")
 _TOWARD = frozenset(("to", "into", "on"))  # "a call to X", "calls into X"
 _AGENT = frozenset(("by", "from", "inside", "within", "in"))  # "called by X", "invoked from within X"
 _RELATIVE = frozenset(("that", "which", "who"))
@@ -124,6 +127,34 @@ def asked_name(query: str) -> str | None:
         return None
     at = _unwritten_name(words)
     return words[at] if at is not None else None
+
+
+def names_anything(text: str) -> bool:
+    """The text names a definition: a word written as a name, or a lower-case one beside a
+    relation word."""
+    return bool(written_names(text)) or asked_name(text) is not None
+
+
+def written_names(text: str) -> list[str]:
+    """The words written as names, in order, read a sentence at a time: the capital that opens a
+    sentence makes no name."""
+    return [
+        w for sentence in _SENTENCES.split(text) for i, w in enumerate(_words(sentence)) if _is_name(w, i)
+    ]
+
+
+def resolve_pronouns(question: str, before: str) -> str:
+    """The question with "it" and "itself" standing for the name the text before it said first
+    ("I'm trying to figure out why translateZ is so slow. [...] Could you list the functions that
+    it calls?"); the question as it is when the text before names nothing. The first name is the
+    message's topic: people say what they ask about first, then the tools and places around it
+    ("GitHub", "Python"). A name written as code (snake_case, camelCase, backticks) is preferred
+    over a word that is only capitalized."""
+    names = written_names(before)
+    if not names:
+        return question
+    code = [n for n in names if n.startswith("`") or _is_name(n, 0)]
+    return _PRONOUN.sub((code or names)[0], question)
 
 
 def _words(query: str) -> list[str]:

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tribrid.query_cues import read_relation
+from tribrid.query_cues import names_anything, read_relation, resolve_pronouns
+from tribrid.query_spelling import correct_spelling
 
 Intent = Literal["callers", "callees", "members", "subclasses", "bases", "importers"]
 QueryKind = Literal["structural", "identifier", "natural", "mixed"]
@@ -37,8 +38,8 @@ WORDS: dict[str, str] = {
         r"|look\s+up)"
     ),
     "code": (
-        r"(?:functions?|methods?|code|places?|callers?|routines?|modules?|classes|spots?|lines?"
-        r"|files?)"
+        r"(?:functions?|funcs?|fns?|methods?|code|places?|callers?|routines?|modules?|classes"
+        r"|spots?|lines?|files?)"
     ),
     "call": r"(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|us(?:e|es|ed|ing)|referenc(?:e|es|ed|ing))",
     "callers": (
@@ -47,10 +48,13 @@ WORDS: dict[str, str] = {
     ),
     # a participle after the thing asked for: "functions calling X", "classes extending Y"
     "calling": r"(?:calling|invoking|using|referencing)",
-    "inheriting": r"(?:inheriting|extending|deriving|implementing|subclassing|specializing)",
+    "inheriting": (r"(?:inheriting|extending|deriving|implementing|subclassing|specializing|satisfying)"),
     "importing": r"(?:importing|requiring)",
     # the head noun of a clause about code: "the functions X calls", "classes extending Y"
-    "things": r"(?:functions?|methods?|code|routines?|modules?|files?|class(?:es)?|types?|interfaces?)",
+    "things": (
+        r"(?:functions?|funcs?|fns?|methods?|code|routines?|modules?|files?|class(?:es)?|types?"
+        r"|interfaces?)"
+    ),
     # an indefinite pronoun heading a participle: "anything calling X", "everything extending Y"
     "anything": r"(?:anything|everything|something|whatever)",
     # a name, not a relative pronoun, an auxiliary or another head noun ("classes that extend X",
@@ -71,7 +75,7 @@ WORDS: dict[str, str] = {
     ),
     "inherit": (
         r"(?:inherit(?:s|ing)?|extend(?:s|ing)?|deriv(?:e|es|ing)|subclass(?:es|ing)?"
-        r"|implement(?:s|ing)?|specializ(?:e|es|ing))"
+        r"|implement(?:s|ing)?|specializ(?:e|es|ing)|satisf(?:y|ies|ying))"
     ),
     "inherited": r"(?:derived|inherited|extended|subclassed|based|built)",
     "import": r"(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing))",
@@ -121,6 +125,11 @@ FAMILIES: tuple[Family, ...] = (
             r"\b{name}{s}\s+{subclasses}\b",
             r"\b(?:{code}|types?)\s+(?:that|which)\s+{inherit}\b",
             r"\b(?:classes|types)\s+{inherited}\s+(?:from|on|upon)\b",
+            # "what's built on top of X", "anything derived from X"
+            r"\b(?:what|which\s+\w+|{anything})(?:{s}|\s+is|\s+are)?\s+{inherited}"
+            r"\s+(?:on\s+top\s+of|from|on|upon)\s+{name}",
+            # "classes that use X as their base class": X is the base, the answer its subclasses
+            r"\b{call}\s+(?:{name}|it)\s+as\s+(?:a|an|the|their|its)\s+(?:base|parent|super)",
             r"\b{who}\s+{inherit}\s+(?:from\s+)?{name}",
             r"\bwhat\s+(?:class(?:es)?|types?|interfaces?)\s+{inherit}\b",
             r"\b(?:is|are)\s+{name}\s+(?:subclassed|extended|inherited|implemented)\b",
@@ -221,13 +230,16 @@ def read_question(query: str) -> tuple[str, Intent | None]:
     explain first and ask last, and the story before may name relations the question does not
     ask about. The part is the longest tried when none reads."""
     if len(query) <= MAX_QUESTION_CHARS:
-        return query, _read(query)
+        return query, _read_misspelled(query)
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     for start in reversed(starts):
-        intent = _read(query[start:])
+        part = query[start:]
+        if not names_anything(part):
+            part = resolve_pronouns(part, query[:start])
+        intent = _read_misspelled(part)
         if intent is not None:
-            return query[start:], intent
+            return part, intent
     return (query[starts[0] :] if starts else ""), None
 
 
@@ -242,7 +254,19 @@ def _read(text: str) -> Intent | None:
             found = pattern.search(text)
             if found is not None and (best is None or len(found.group()) > best[0]):
                 best = (len(found.group()), family.intent)
-    return best[1] if best is not None else read_relation(text)
+    if best is not None:
+        return best[1]
+    return read_relation(text)
+
+
+def _read_misspelled(text: str) -> Intent | None:
+    """`_read`, then `_read` with mistyped relation words corrected (`tribrid.query_spelling`)
+    when the text as typed reads as no question."""
+    intent = _read(text)
+    if intent is not None:
+        return intent
+    corrected = correct_spelling(text)
+    return _read(corrected) if corrected != text else None
 
 
 # Where a sentence or a clause ends: its mark and the space after it.
