@@ -1,7 +1,12 @@
 """Dense search: nearest chunk embeddings by pgvector HNSW, filters applied inside the SQL.
 
-The scan settings: `hnsw.ef_search`, iterative scan in strict order, `hnsw.max_scan_tuples`, no
-sorts where an index can order.
+The scan settings: `hnsw.ef_search`, iterative scan in relaxed order, `hnsw.max_scan_tuples`, no
+sorts where an index can order. A corpus is a slice of the one HNSW graph every corpus shares, so
+each search is a filtered one. Relaxed order finds far more of the true nearest rows there than
+strict order does, at the same cost. Measured 2026-11-24, 40,700 chunks in 17 corpora, the top 20
+of each eval set's queries against an exact scan: recall 0.95-1.00 against 0.41-0.82 for strict
+order. The few rows found out of order are put back in order by a MATERIALIZED CTE, as pgvector's
+documentation advises.
 
 The common request (no filter, the configured ef_search, a corpus above `exact_scan_max_rows`)
 is one round trip on the vector leg's own pool, whose connections start with those settings
@@ -49,7 +54,7 @@ def session_settings(cfg: VectorConfig) -> dict[str, str]:
     """The scan settings as connection defaults, for a pool of the vector leg's own."""
     return {
         "hnsw.ef_search": str(cfg.ef_search),
-        "hnsw.iterative_scan": "strict_order",
+        "hnsw.iterative_scan": "relaxed_order",
         "hnsw.max_scan_tuples": str(cfg.max_scan_tuples),
         "enable_sort": "off",
     }
@@ -62,16 +67,20 @@ def build_direct_query(metric: str) -> str:
     op, to_similarity = METRIC_SQL[metric]
     distance = f"c.embedding {op} $2"
     return f"""
-        SELECT {_COLS}, {to_similarity.format(d=distance)} AS score, k.embedding_model AS model
-        FROM corpora k
-        CROSS JOIN LATERAL (
-            SELECT {_COLS}, c.embedding FROM chunks c
-            WHERE c.corpus_id = $1 AND c.generation <= k.generation
-            ORDER BY {distance}
-            LIMIT $3
-        ) c
-        WHERE k.corpus_id = $1 AND k.generation > 0 AND k.chunk_count > $4
-        ORDER BY {distance}"""
+        WITH found AS MATERIALIZED (
+            SELECT {_COLS}, {distance} AS distance, k.embedding_model AS model
+            FROM corpora k
+            CROSS JOIN LATERAL (
+                SELECT {_COLS}, c.embedding FROM chunks c
+                WHERE c.corpus_id = $1 AND c.generation <= k.generation
+                ORDER BY {distance}
+                LIMIT $3
+            ) c
+            WHERE k.corpus_id = $1 AND k.generation > 0 AND k.chunk_count > $4
+        )
+        SELECT {_COLS}, {to_similarity.format(d="c.distance")} AS score, c.model
+        FROM found c
+        ORDER BY c.distance, c.chunk_id"""
 
 
 def build_probe(params: SearchParams) -> tuple[str, list[object]]:
@@ -86,7 +95,7 @@ def build_probe(params: SearchParams) -> tuple[str, list[object]]:
         allowed = "(SELECT least(chunk_count, $4) FROM corpora WHERE corpus_id = $3)"
     sql = f"""
         SELECT set_config('hnsw.ef_search', $1, true) AS ef,
-               set_config('hnsw.iterative_scan', 'strict_order', true) AS iterative,
+               set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,
                set_config('hnsw.max_scan_tuples', $2, true) AS max_tuples,
                -- only the HNSW index yields rows in distance order: with planner statistics
                -- stale after an index run, a bitmap scan + sort could otherwise look cheaper
@@ -102,11 +111,16 @@ def build_hnsw_query(metric: str, params: SearchParams) -> tuple[str, list[objec
     flt = chunk_filter(params, first_arg=4)
     distance = f"c.embedding {op} $2"
     sql = f"""
-        SELECT {_COLS}, {to_similarity.format(d=distance)} AS score
-        FROM chunks c
-        WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
-        ORDER BY {distance}
-        LIMIT $3"""
+        WITH found AS MATERIALIZED (
+            SELECT {_COLS}, {distance} AS distance
+            FROM chunks c
+            WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
+            ORDER BY {distance}
+            LIMIT $3
+        )
+        SELECT {_COLS}, {to_similarity.format(d="c.distance")} AS score
+        FROM found c
+        ORDER BY c.distance, c.chunk_id"""
     return sql, flt.args
 
 
