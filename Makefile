@@ -135,7 +135,12 @@ load: install
 eval-ner: install
 	$(PY) -m tribrid.eval.ner
 
-.PHONY: bench bench-techniques bench-ner
+.PHONY: bench bench-techniques bench-ner bench-vector-recall
+
+# How much of each eval corpus's true top 20 the HNSW scan finds, strict vs relaxed iterative
+# order, ef_search 100 and 400 (bench/vector_recall.py; needs the corpora `make eval` indexes).
+bench-vector-recall: serve
+	$(PY) -m bench.vector_recall
 
 # Query techniques (bench/bench_techniques.py): the gateway's added latency with HyDE and
 # multi-query when the stand-in model answers at once and when it hangs (cut at the technique
