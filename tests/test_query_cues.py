@@ -125,3 +125,10 @@ def test_a_pronoun_is_left_alone_when_the_message_names_nothing_before_it() -> N
         "`run_all`",
         "Python",
     ]
+
+
+def test_i_e_and_e_g_neither_end_a_sentence_nor_name_anything() -> None:
+    story = "We are dropping the legacy positional argument in the next major release. " * 5
+    question = "What breaks if I change Address, i.e. which functions call it?"
+    assert read_question(story + question) == (question, "callers")
+    assert written_names("e.g. the one i.e. Address") == ["Address"]

@@ -98,6 +98,8 @@ def _is_name(token: str, position: int) -> bool:
     if token.startswith("`"):
         return True
     bare = token.removesuffix("()")
+    if "." in bare and all(len(part) <= 1 for part in bare.split(".")):
+        return False  # "i.e", "e.g": abbreviations
     if "_" in bare.strip("_") or "." in bare or bare != token or _CAMEL.search(bare):
         return True
     return position > 0 and bare[:1].isupper() and not bare.isupper()

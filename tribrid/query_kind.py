@@ -270,7 +270,7 @@ def _read_misspelled(text: str) -> Intent | None:
 
 
 # Where a sentence or a clause ends: its mark and the space after it.
-_SENTENCE_BREAK = re.compile(r"[.?!:;]\s+")
+_SENTENCE_BREAK = re.compile(r"(?<!\bi\.e)(?<!\be\.g)[.?!:;]\s+")  # "i.e." and "e.g." end nothing
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
