@@ -64,7 +64,7 @@ _IN_NOUNS = ("caller", "instance", "usages", "incoming", "fanin", "invoker")
 _OUT_NOUNS = ("callee", "outgoing", "fanout", "downstream", "internally", "internal")
 _PRONOUNS = frozenset(("it", "itself"))  # stand for the name once it is said
 _PRONOUN = re.compile(r"\b(?:it|itself)\b", re.IGNORECASE)
-_SENTENCES = re.compile(r"(?<=[.?!])\s+")
+_SENTENCES = re.compile(r"(?<=[.?!])(?<!\bi\.e\.)(?<!\be\.g\.)\s+")  # "i.e." ends no sentence
 _TOWARD = frozenset(("to", "into", "on"))  # "a call to X", "calls into X"
 _AGENT = frozenset(("by", "from", "inside", "within", "in"))  # "called by X", "invoked from within X"
 _RELATIVE = frozenset(("that", "which", "who"))
