@@ -234,6 +234,7 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
         ["any clases that inhert from Widget??", "wich classes derrive from Widget"],
     ),
     ("callees", "abbreviated and mistyped", ["funcs called by flush in its implmentation"]),
+    ("callees", "what <noun> does X call", ["what funcs does flush call into? it delegates a lot"]),
     ("members", "label", ["methods: Session"]),
     ("bases", "label", ["base classes: Client"]),
 ]

@@ -164,7 +164,7 @@ FAMILIES: tuple[Family, ...] = (
         "callees",
         "callees",
         (
-            r"\b(?:what|which\s+\w+)\s+(?:does|do|did)\s+{name}\s+(?:{call}|depend\s+on|rely\s+on|need)\b",
+            r"\b(?:what|which)(?:\s+\w+)?\s+(?:does|do|did)\s+{name}\s+(?:{call}|depend\s+on|rely\s+on|need)\b",
             r"\b{callees}\s+(?:of|from|in|by)\b",
             r"\b{name}{s}\s+{callees}\b",
             r"\b(?:{things}|what|which\s+\w+)\s+(?:that\s+|which\s+)?(?:gets?\s+|is\s+|are\s+)?(?:called|used|invoked)"
