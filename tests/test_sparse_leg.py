@@ -55,6 +55,14 @@ def sparse(**options: float) -> common_pb2.SearchOptions:
     return common_pb2.SearchOptions(sparse=sparse_options_pb2.SparseOptions(**options))  # type: ignore[arg-type]
 
 
+def plain(**options: float | bool) -> common_pb2.SearchOptions:
+    """Plain mode (every term required, relaxed), with other options."""
+    fields = sparse_options_pb2.SparseOptions(
+        query_mode=sparse_options_pb2.SPARSE_QUERY_MODE_PLAIN, **options
+    )  # type: ignore[arg-type]
+    return common_pb2.SearchOptions(sparse=fields)
+
+
 def paths(matches: list[common_pb2.ChunkMatch]) -> list[str]:
     return [m.file_path for m in matches]
 
@@ -64,31 +72,48 @@ def full(matches: list[common_pb2.ChunkMatch]) -> list[common_pb2.ChunkMatch]:
     return [m for m in matches if "partial" not in m.explain[0].detail]
 
 
+@pytest.mark.parametrize("query_mode", ["any", "plain"])
 async def test_identifier_styles_match_words_and_exact_identifier_ranks_first(
-    stack: Stack, words: list[Chunk]
+    stack: Stack, words: list[Chunk], query_mode: str
 ) -> None:
-    plain = paths(full(await search(stack, "parse config file")))
-    assert set(plain) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md", "cfg/words.txt", "cfg/other.py"}
+    options = mode(query_mode)
+    found = paths(full(await search(stack, "parse config file", options=options)))
+    assert set(found) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md", "cfg/words.txt", "cfg/other.py"}
     for form in ("parseConfigFile", "parse_config_file", "parse-config-file"):
-        found = paths(full(await search(stack, form)))
+        found = paths(full(await search(stack, form, options=options)))
         # the three spellings of the identifier share its joined term: they come first
         assert set(found[:3]) == {"cfg/loader.py", "cfg/snake.py", "cfg/kebab.md"}, form
         assert set(found[3:]) == {"cfg/words.txt", "cfg/other.py"}, form
-    top = (await search(stack, "parseConfigFile"))[0]
-    assert top.explain[0].detail.startswith("bm25 k1=1.2 b=0.4 mode=plain")
+    top = (await search(stack, "parseConfigFile", options=options))[0]
+    assert top.explain[0].detail.startswith(f"bm25 k1=1.2 b=0.4 mode={query_mode}")
     assert "parseconfigfile" in top.explain[0].detail
-    assert paths(await search(stack, "HTTPServer"))[0] == "net/http.py"
-    assert paths(full(await search(stack, "http server"))) == ["net/http.py"]
+    assert paths(await search(stack, "HTTPServer", options=options))[0] == "net/http.py"
+    assert paths(full(await search(stack, "http server", options=options))) == ["net/http.py"]
+
+
+async def test_any_mode_is_the_default_and_ranks_by_bm25_alone(stack: Stack, words: list[Chunk]) -> None:
+    # 'hand' is in one chunk, 'config' in five: plain mode drops the rare term when no chunk holds
+    # both and ranks the config chunks first; BM25 alone puts the one chunk with the rare 'hand' on top
+    # (it holds 'config' too), then every other chunk holding a term, whatever it lacks
+    assert paths(full(await search(stack, "config hand zzyzx", options=plain())))[0] == "cfg/words.txt"
+    found = await search(stack, "hand zzyzx settings")
+    assert set(paths(found)) == {"cfg/words.txt", "cfg/kebab.md"}
+    assert all("mode=any" in m.explain[0].detail and "partial" not in m.explain[0].detail for m in found)
+    plain_found = await search(stack, "hand zzyzx settings", options=plain(relax_max_terms=1))
+    assert "any-term fallback" in plain_found[0].explain[0].detail
+    scores = [m.score for m in found]
+    assert scores == sorted(scores, reverse=True)
 
 
 async def test_paths_and_extensions(stack: Stack, words: list[Chunk]) -> None:
-    assert paths(full(await search(stack, "cart.py"))) == ["shop/cart.py"]
-    assert paths(full(await search(stack, "shop/cart"))) == ["shop/cart.py"]
-    assert set(paths(full(await search(stack, "cfg .py")))) == {
-        "cfg/loader.py",
-        "cfg/snake.py",
-        "cfg/other.py",
-    }
+    in_cfg = {"cfg/loader.py", "cfg/snake.py", "cfg/other.py"}
+    assert paths(full(await search(stack, "cart.py", options=plain()))) == ["shop/cart.py"]
+    assert paths(full(await search(stack, "shop/cart", options=plain()))) == ["shop/cart.py"]
+    assert set(paths(full(await search(stack, "cfg .py", options=plain())))) == in_cfg
+    # any term: the file holding both comes first, then the other python files
+    assert paths(await search(stack, "cart.py"))[0] == "shop/cart.py"
+    assert paths(await search(stack, "shop/cart")) == ["shop/cart.py"]
+    assert set(paths(await search(stack, "cfg .py"))[:3]) == in_cfg
 
 
 async def test_phrase_mode_needs_adjacent_terms_in_order(stack: Stack, words: list[Chunk]) -> None:
@@ -114,34 +139,31 @@ async def test_boolean_mode(stack: Stack, words: list[Chunk]) -> None:
 
 
 async def test_plain_query_relaxes_rarest_terms(stack: Stack, words: list[Chunk]) -> None:
-    exact = full(await search(stack, "parse config file"))
-    relaxed = full(await search(stack, "parse config file zzyzx"))
+    exact = full(await search(stack, "parse config file", options=plain()))
+    relaxed = full(await search(stack, "parse config file zzyzx", options=plain()))
     assert paths(relaxed) == paths(exact)
     assert "relaxed: dropped 'zzyzx'" in relaxed[0].explain[0].detail
     assert [m.score for m in relaxed] == pytest.approx([m.score for m in exact])
     # the rarest term goes first: 'hand' (1 chunk) is dropped before 'parse' (5 chunks)
-    two = await search(stack, "parse hand zzyzx")
+    two = await search(stack, "parse hand zzyzx", options=plain())
     assert "dropped 'zzyzx'" in two[0].explain[0].detail
     assert paths(full(two)) == ["cfg/words.txt"]
-    three = await search(stack, "parse settings qwxz zzyzx")
+    three = await search(stack, "parse settings qwxz zzyzx", options=plain())
     assert paths(full(three)) == ["cfg/kebab.md"]
     assert "dropped 'qwxz', 'zzyzx'" in three[0].explain[0].detail  # equally rare: query order
     # past relax_max_terms (2): any-term matches, said so
-    fallback = await search(stack, "settings aaqq bbqq ccqq")
+    fallback = await search(stack, "settings aaqq bbqq ccqq", options=plain())
     assert paths(fallback) == ["cfg/kebab.md"] and "any-term fallback" in fallback[0].explain[0].detail
-    strict = sparse_options_pb2.SparseOptions(any_term_fallback=False)
-    assert (
-        await search(stack, "settings aaqq bbqq ccqq", options=common_pb2.SearchOptions(sparse=strict)) == []
-    )
+    assert await search(stack, "settings aaqq bbqq ccqq", options=plain(any_term_fallback=False)) == []
     # relaxing one more term finds the full match the fallback stood in for
-    relaxed = await search(stack, "settings aaqq bbqq ccqq", options=sparse(relax_max_terms=3))
+    relaxed = await search(stack, "settings aaqq bbqq ccqq", options=plain(relax_max_terms=3))
     assert paths(relaxed) == ["cfg/kebab.md"] and "dropped" in relaxed[0].explain[0].detail
 
 
 async def test_partial_matches_fill_top_k_after_the_matches(stack: Stack, words: list[Chunk]) -> None:
     # no chunk holds both terms: the rarer 'server' is dropped, the five config chunks match, and
     # the one chunk with only 'server' fills in after them, marked partial
-    found = await search(stack, "config server")
+    found = await search(stack, "config server", options=plain())
     assert set(paths(full(found))) == {
         "cfg/loader.py",
         "cfg/snake.py",
@@ -152,8 +174,8 @@ async def test_partial_matches_fill_top_k_after_the_matches(stack: Stack, words:
     assert paths(found[5:]) == ["net/http.py"] and "partial" in found[5].explain[0].detail
     assert found[5].score > min(m.score for m in found[:5])  # ranked after them all the same
     # top_k still bounds the whole answer
-    assert len(await search(stack, "config server", top_k=3)) == 3
-    strict = stack.cfg.sparse.model_copy(update={"any_term_fallback": False})
+    assert len(await search(stack, "config server", top_k=3, options=plain())) == 3
+    strict = stack.cfg.sparse.model_copy(update={"query_mode": "plain", "any_term_fallback": False})
     servicer = SparseServicer(strict, stack.cfg.limits, await stack.resources.pool())
     result = await servicer.search(common_pb2.SearchRequest(corpus_id=WORDS, query="config server"))
     assert {c.chunk.file_path for c in result.chunks} == set(paths(full(found)))
@@ -169,7 +191,9 @@ async def test_filters(stack: Stack, words: list[Chunk]) -> None:
     )
     assert set(paths(full(found))) == {"cfg/kebab.md", "cfg/words.txt"}
     # relaxation happens within the filter's chunks
-    found = await search(stack, "parse zzyzx", filters=common_pb2.SearchFilters(path_glob="**/*.md"))
+    found = await search(
+        stack, "parse zzyzx", options=plain(), filters=common_pb2.SearchFilters(path_glob="**/*.md")
+    )
     assert paths(full(found)) == ["cfg/kebab.md"] and "relaxed" in found[0].explain[0].detail
     for m in ("phrase", "boolean"):
         found = await search(
@@ -187,7 +211,7 @@ async def test_k1_b_overrides_change_scores(stack: Stack, words: list[Chunk]) ->
 
 
 @pytest.mark.parametrize("query", ["the of and", "?!", "how does it", "... ()"])
-@pytest.mark.parametrize("query_mode", ["plain", "phrase", "boolean"])
+@pytest.mark.parametrize("query_mode", ["any", "plain", "phrase", "boolean"])
 async def test_stop_words_or_punctuation_only_is_ok_and_empty(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress, query: str, query_mode: str
 ) -> None:
@@ -232,9 +256,15 @@ async def test_sample_corpus_identifier_and_words(
     assert "shop.payment.validate_card_number" in [
         m.symbol for m in await search(stack, "card number", corpus_id=SAMPLE_CORPUS)
     ]
-    in_cart = full(await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS))
+    in_cart = full(await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS, options=plain()))
     assert in_cart and all(m.file_path == "shop/cart.py" for m in in_cart)
     assert np.isfinite([m.score for m in in_cart]).all()
+    # any term: the file's chunks first, then other python files
+    found = paths(await search(stack, "cart.py", corpus_id=SAMPLE_CORPUS))
+    assert (
+        found[: len(in_cart)] == ["shop/cart.py"] * len(in_cart)
+        and "shop/cart.py" not in found[len(in_cart) :]
+    )
 
 
 async def test_header_labels_are_not_terms(stack: Stack, words: list[Chunk]) -> None:

@@ -7,6 +7,8 @@ N, avgdl (`corpora.chunk_count`, `corpora.avg_chunk_terms`) and df (`term_stats`
 the indexer's commit, are per corpus. Filters restrict results, not statistics.
 
 Each mode is one SQL statement:
+- any (the default): every chunk holding any query term, ranked by BM25 alone: the plain
+  statement with no term required, so every candidate is a match.
 - plain: candidates come from the postings of the query terms; a chunk must hold every required
   term. If none does, the rarest required terms are dropped (up to `relax_max_terms`): a chunk's
   relaxation level is how many of the rarest terms must go before it holds the rest, and the
@@ -200,6 +202,25 @@ async def bm25_plain(
         [ScoredChunk(chunk_row(r), float(r["score"]), detail(r)) for r in rows],
         dropped,
         any_term,
+    )
+
+
+async def bm25_any(
+    pool: asyncpg.Pool, params: SearchParams, terms: QueryTerms, k1: float, b: float
+) -> Bm25Result:
+    """Any-term BM25: no term is required, so the ranking is BM25's own (Lucene's OR query)."""
+    every = terms.all
+    if not every:
+        return Bm25Result([])
+    sql, filter_args = build_plain_query(params)
+    rows = await pool.fetch(
+        sql, params.corpus_id, every, [False] * len(every), k1, b, params.top_k, 0, False, *filter_args
+    )
+    return Bm25Result(
+        [
+            ScoredChunk(chunk_row(r), float(r["score"]), _detail(k1, b, "any", list(r["matched"]), ""))
+            for r in rows
+        ]
     )
 
 

@@ -8,7 +8,7 @@ import time
 import asyncpg
 import grpc
 
-from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_plain, bm25_tsquery
+from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_any, bm25_plain, bm25_tsquery
 from tribrid.config import LimitsConfig, SparseConfig
 from tribrid.corpus_profile import CorpusProfiles
 from tribrid.options import not_found, with_options
@@ -45,7 +45,9 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
         profile = await self._profiles.get(params.corpus_id)
         stopwords = STOPWORDS if profile is None else stopwords_for(profile.prose_share)
         fold = cfg.fold_accents
-        if cfg.query_mode == "plain":
+        if cfg.query_mode == "any":
+            result = await bm25_any(self._pool, params, parse_query(params.query, stopwords, fold), k1, b)
+        elif cfg.query_mode == "plain":
             result = await bm25_plain(
                 self._pool,
                 params,
