@@ -57,9 +57,9 @@ def sparse(**options: float) -> common_pb2.SearchOptions:
 
 def plain(**options: float | bool) -> common_pb2.SearchOptions:
     """Plain mode (every term required, relaxed), with other options."""
-    fields = sparse_options_pb2.SparseOptions(
-        query_mode=sparse_options_pb2.SPARSE_QUERY_MODE_PLAIN, **options
-    )  # type: ignore[arg-type]
+    fields = sparse_options_pb2.SparseOptions(query_mode=sparse_options_pb2.SPARSE_QUERY_MODE_PLAIN)
+    for name, value in options.items():
+        setattr(fields, name, value)
     return common_pb2.SearchOptions(sparse=fields)
 
 
