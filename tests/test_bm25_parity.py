@@ -4,7 +4,7 @@ bm25s's Lucene variant uses idf = ln(1 + (N - df + 0.5) / (df + 0.5)) like ours 
 weight tf / (tf + k1 * (1 - b + b * |d| / avgdl)); ours keeps the classic (k1 + 1) factor, a
 constant that changes no ranking, so the reference scores are multiplied by (k1 + 1).
 200 synthetic code-like documents go through the indexer's real writer; the reference is fed
-`tribrid.text.tokenize` of the same indexed text (`pg_writer.sparse_text`).
+`tribrid.text.index_tokens` of the same indexed text (`pg_writer.sparse_text`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from services.indexer.pg_writer import sparse_text
 from tests.conftest import Stack
 from tests.test_vector_leg import synth_vectors, write_corpus
 from tribrid.models import Chunk
-from tribrid.text import parse_query, tokenize
+from tribrid.text import index_tokens, parse_query, stem
 from tribrid.v1 import common_pb2, sparse_options_pb2, sparse_pb2_grpc
 
 PARITY = "synth-bm25"
@@ -99,7 +99,7 @@ def assert_same_top10(
 
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.4), (2.0, 0.9), (0.5, 0.0)])
 async def test_bm25_matches_reference(stack: Stack, parity: list[Chunk], k1: float, b: float) -> None:
-    tokens = [tokenize(sparse_text(c)) for c in parity]  # what the indexer writes as postings
+    tokens = [[t for t, _ in index_tokens(sparse_text(c))] for c in parity]  # the indexer's postings
     ids = [c.chunk_id for c in parity]
     reference = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
     reference.index(tokens, show_progress=False)
@@ -126,6 +126,6 @@ async def test_bm25_matches_reference(stack: Stack, parity: list[Chunk], k1: flo
     assert checked >= 20
     # boolean "a OR b OR c" is plain any-term BM25 over the whole corpus
     for words in (["parse", "cart", "timeout"], ["user", "stream"], ["sort"]):
-        scores = reference.get_scores(words) * (k1 + 1)
+        scores = reference.get_scores([stem(w) for w in words]) * (k1 + 1)
         got = await ours(stack, " OR ".join(words), bm25_k1=k1, bm25_b=b, query_mode="boolean")
         assert_same_top10(got, ids, scores, str(words))

@@ -14,6 +14,7 @@ from tribrid.text import (
     parse_query,
     phrase_query,
     query_terms,
+    stem,
     stopwords_for,
     to_tsvector_literal,
     tokenize,
@@ -29,12 +30,30 @@ def test_identifier_styles_share_parts_and_joined_form(form: str) -> None:
 
 def test_plain_words_match_every_identifier_style() -> None:
     query = parse_query("parse config file")
-    assert query.required == ("parse", "config", "file") and query.bonus == ()
+    assert query.required == ("pars", "config", "file") and query.bonus == ()  # English stems
     for form in ("parseConfigFile", "parse_config_file", "parse-config-file"):
-        assert set(query.required) <= set(tokenize(form))
+        assert set(query.required) <= {term for term, _ in index_tokens(form)}
     # the identifier itself adds its joined form as a bonus term, not a requirement
     assert parse_query("parseConfigFile") == parse_query("parse_config_file")
-    assert parse_query("parseConfigFile").bonus == ("parseconfigfile",)
+    assert parse_query("parseConfigFile").bonus == ("parseconfigfil",)
+
+
+def test_index_and_queries_share_english_stems_of_latin_words_only() -> None:
+    assert parse_query("parsing the configs") == parse_query("parse config")
+    assert [t for t, _ in index_tokens("Parsed Configs: parses")] == ["pars", "config", "pars"]
+    assert parse_query("connections").required == parse_query("connected").required == ("connect",)
+    # other scripts, digits and letter-digit words stay as written
+    assert [t for t, _ in index_tokens("sha256 Zürich 读取文件", fold_accents=False)] == [
+        "sha",
+        "256",
+        "sha256",
+        "zürich",
+        "读取",
+        "文件",
+    ]
+    # the words themselves (what `tokenize` gives) are unstemmed
+    assert tokenize("parsing configs") == ["parsing", "configs"]
+    assert stem("running") == "run" and stem("x2") == "x2"
 
 
 def test_acronyms_and_digits() -> None:
@@ -65,7 +84,7 @@ def test_stop_words_only_in_queries() -> None:
     assert phrase_query("the of") is None and boolean_query("the OR of") is None
     # a stop word inside an identifier keeps the identifier's joined form
     assert parse_query("get_user") == parse_query("getUser")
-    assert parse_query("get_user").required == ("user",) and parse_query("get_user").bonus == ("getuser",)
+    assert parse_query("get_user").required == ("user",) and parse_query("get_user").bonus == ("getus",)
 
 
 def test_overlong_terms_are_dropped() -> None:
@@ -85,7 +104,7 @@ def test_tsvector_positions_keep_identifier_parts_adjacent() -> None:
 def test_phrase_and_boolean_tsqueries() -> None:
     phrase = phrase_query("parse the config")
     assert phrase is not None
-    assert phrase.tsquery == "'parse' <-> 'the' <-> 'config'" and phrase.terms == ("parse", "config")
+    assert phrase.tsquery == "'pars' <-> 'the' <-> 'config'" and phrase.terms == ("pars", "config")
     boolean = boolean_query('"sad cat" OR fat_rat -dog -"bad thing" the')
     assert boolean is not None
     assert boolean.tsquery == ("(('sad' <-> 'cat')) | (('fat' <-> 'rat') & !('dog') & !('bad' <-> 'thing'))")
@@ -155,15 +174,15 @@ def test_cjk_query_terms() -> None:
 
 def test_folded_forms_share_the_position_and_leave_the_length() -> None:
     literal, length = to_tsvector_literal(index_tokens("Zürich café parseConfig"))
-    assert literal == "'zürich':1 'zurich':1 'café':2 'cafe':2 'parse':3 'config':4 'parseconfig':4"
+    assert literal == "'zürich':1 'zurich':1 'café':2 'cafe':2 'pars':3 'config':4 'parseconfig':4"
     assert length == 5  # the same as without folding
     assert to_tsvector_literal(index_tokens("Zürich café parseConfig", fold_accents=False))[1] == 5
 
 
 def test_stop_words_depend_on_the_corpus() -> None:
     question = "which function reads the method table"
-    assert parse_query(question, stopwords_for(0.1)).required == ("reads", "table")
-    assert parse_query(question, stopwords_for(0.9)).required == ("function", "reads", "method", "table")
+    assert parse_query(question, stopwords_for(0.1)).required == ("read", "tabl")
+    assert parse_query(question, stopwords_for(0.9)).required == ("function", "read", "method", "tabl")
     assert "function" in CODE_STOPWORDS and "function" not in PROSE_STOPWORDS
 
 

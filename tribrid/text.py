@@ -5,6 +5,11 @@ Words are Unicode letters and digits (`regex`'s \\p classes), split code-style a
 `config`, `file`; an identifier with several parts also yields its joined form
 (`parseconfigfile`), so an exact identifier match scores an extra, rare term.
 
+Latin-alphabet words are stemmed (English Snowball) in the index and in queries alike, so a
+question's `parses`, `parsing` and `parsed` meet the code's `parse`: on every eval set BM25 ranked
+as well or better with stems, most on prose questions about code (README, "Sparse leg"). Words
+of other scripts, digits and mixed letter-digit words are kept as written.
+
 Accents are kept (`café` stays `café`); with accent folding on (`sparse.fold_accents`, the
 default) the indexer also writes each accented term's folded form (`cafe`, `zurich`) at the same
 position, and a query requires the folded form and scores the accented one as a bonus: `Zürich`
@@ -31,6 +36,7 @@ checked on tsvector positions) and boolean (websearch syntax: "quoted phrases", 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import unicodedata
@@ -39,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
+import snowballstemmer
 
 _WORD = regex.compile(r"[\p{L}\p{M}\p{N}_]+(?:-[\p{L}\p{M}\p{N}_]+)*")
 # camelCase / PascalCase / acronym boundaries: "HTTPServerError2" -> HTTP, Server, Error, 2;
@@ -75,6 +82,18 @@ PROSE_LANGUAGES = frozenset(
 def stopwords_for(prose_share: float) -> frozenset[str]:
     """A corpus that is mostly prose keeps "function" and "method" as content words."""
     return PROSE_STOPWORDS if prose_share >= 0.5 else CODE_STOPWORDS
+
+
+_english = snowballstemmer.stemmer("english")
+_LATIN_WORD = regex.compile(r"[a-z]+")
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a corpus's vocabulary is small next to its word count
+def stem(term: str) -> str:
+    """The English stem of a case-folded term of ASCII letters (`parsing` -> `pars`); others as they are."""
+    if not _LATIN_WORD.fullmatch(term):
+        return term
+    return str(_english.stemWord(term))
 
 
 def fold(term: str) -> str:
@@ -156,7 +175,13 @@ def _identifiers(text: str) -> list[tuple[list[str], str | None]]:
 
 
 def index_tokens(text: str, fold_accents: bool = True) -> list[tuple[str, bool]]:
-    """(term, shares the previous term's position) in text order, as the indexer writes them.
+    """(term, shares the previous term's position) in text order, as the indexer writes them:
+    the stems of `word_tokens`."""
+    return [(stem(term), same_position) for term, same_position in word_tokens(text, fold_accents)]
+
+
+def word_tokens(text: str, fold_accents: bool = True) -> list[tuple[str, bool]]:
+    """(word, shares the previous word's position) in text order, before stemming.
 
     Each identifier's parts, then its joined form if it has several (at its last part's position,
     so phrase queries see the parts adjacent to the words around it); with fold_accents, each
@@ -180,8 +205,9 @@ def index_tokens(text: str, fold_accents: bool = True) -> list[tuple[str, bool]]
 
 
 def tokenize(text: str, fold_accents: bool = True) -> list[str]:
-    """Case-folded terms in text order: each identifier's parts, then its joined form if it has several."""
-    return [term for term, _ in index_tokens(text, fold_accents)]
+    """Case-folded words in text order: each identifier's parts, then its joined form if it has
+    several (unstemmed: the indexer writes their stems, `index_tokens`)."""
+    return [term for term, _ in word_tokens(text, fold_accents)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +223,8 @@ class QueryTerms:
 
 
 def _query_form(term: str, fold_accents: bool) -> str:
-    """What a query requires for a term: its folded form when the index holds folded forms."""
-    return fold(term) if fold_accents else term
+    """What a query requires for a term: its stem, of its folded form when the index holds folded forms."""
+    return stem(fold(term) if fold_accents else term)
 
 
 def parse_query(query: str, stopwords: frozenset[str] = STOPWORDS, fold_accents: bool = True) -> QueryTerms:
@@ -210,10 +236,10 @@ def parse_query(query: str, stopwords: frozenset[str] = STOPWORDS, fold_accents:
         for part in parts:
             if part not in stopwords:
                 required.setdefault(_query_form(part, fold_accents), None)
-                bonus.setdefault(part, None)
+                bonus.setdefault(stem(part), None)
         if joined is not None and joined not in stopwords:
             bonus.setdefault(_query_form(joined, fold_accents), None)
-            bonus.setdefault(joined, None)
+            bonus.setdefault(stem(joined), None)
     return QueryTerms(tuple(required), tuple(t for t in bonus if t not in required))
 
 
@@ -259,11 +285,11 @@ def _scoring_terms(
         for part in parts:
             if part not in stopwords:
                 seen.setdefault(_query_form(part, fold_accents), None)
-                seen.setdefault(part, None)
+                seen.setdefault(stem(part), None)
     for _, joined in identifiers:
         if joined is not None and joined not in stopwords:
             seen.setdefault(_query_form(joined, fold_accents), None)
-            seen.setdefault(joined, None)
+            seen.setdefault(stem(joined), None)
     return list(seen)
 
 

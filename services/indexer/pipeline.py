@@ -81,7 +81,8 @@ log = logging.getLogger(__name__)
 #   8: plain text opens a chunk after two or more blank lines; documents carry their metadata;
 #      Java overloads are entities of their own, and inner classes call enclosing methods;
 #      a JS/TS `export default Name;` exports Name as the default.
-INDEX_FORMAT = 8
+#   9: BM25 terms are English stems of Latin-alphabet words (`tribrid.text.stem`).
+INDEX_FORMAT = 9
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
