@@ -29,7 +29,7 @@ def test_config_defaults_follow_the_design() -> None:
         "graph": 0.3,
     }
     assert cfg.graph.max_hops == 2 and cfg.graph.top_k == 30
-    assert (cfg.sparse.bm25_k1, cfg.sparse.bm25_b) == (1.2, 0.4)
+    assert (cfg.sparse.bm25_k1, cfg.sparse.bm25_b) == (1.2, 0.6)
     assert cfg.graph.entity_types == ["function", "class", "module", "variable", "import"]
     assert cfg.graph.relationship_types == ["calls", "imports", "inherits", "contains", "references"]
 
