@@ -169,6 +169,11 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
         ["classes extending Widget", "types implementing Protocol", "classes inheriting from BaseTransport"],
     ),
     ("subclasses", "what-class question", ["what class extends Widget", "what types implement Protocol"]),
+    (
+        "subclasses",
+        "quoted code fragment",
+        ["anything in the repo that does `extends Widget`?", "any class with `implements Protocol` on it"],
+    ),
     ("subclasses", "possessive", ["BaseTransport's subclasses", "Widget\u2019s descendants"]),
     (
         "subclasses",

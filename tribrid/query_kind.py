@@ -243,11 +243,17 @@ def read_question(query: str) -> tuple[str, Intent | None]:
     return (query[starts[0] :] if starts else ""), None
 
 
+# Code quoted in backticks with a space inside: a fragment ("`extends Foo`", "`new Foo()`"), not a
+# name. Its words read as the question's own ("does `extends Foo`" asks what extends Foo).
+_QUOTED_FRAGMENT = re.compile(r"`([^`]*\s[^`]*)`")
+
+
 def _read(text: str) -> Intent | None:
     """The family whose pattern reads the longest stretch of the text (the more of the question a
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
     members question, "the methods called inside X" a longer callees one). A wording no family
     reads gets the cue reading (`tribrid.query_cues`)."""
+    text = _QUOTED_FRAGMENT.sub(r"\1", text)
     best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
         for pattern in patterns:
