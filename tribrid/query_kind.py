@@ -245,7 +245,11 @@ def read_question(query: str) -> tuple[str, Intent | None]:
 
 # Code quoted in backticks with a space inside: a fragment ("`extends Foo`", "`new Foo()`"), not a
 # name. Its words read as the question's own ("does `extends Foo`" asks what extends Foo).
-_QUOTED_FRAGMENT = re.compile(r"`([^`]*\s[^`]*)`")
+_QUOTED = re.compile(r"`([^`]*)`")  # backtick pairs, from the left: "`a` (`b`)" quotes a and b
+
+
+def _unquote_fragments(text: str) -> str:
+    return _QUOTED.sub(lambda m: m.group(1) if any(c.isspace() for c in m.group(1)) else m.group(), text)
 
 
 def _read(text: str) -> Intent | None:
@@ -253,7 +257,7 @@ def _read(text: str) -> Intent | None:
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
     members question, "the methods called inside X" a longer callees one). A wording no family
     reads gets the cue reading (`tribrid.query_cues`)."""
-    text = _QUOTED_FRAGMENT.sub(r"\1", text)
+    text = _unquote_fragments(text)
     best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
         for pattern in patterns:
