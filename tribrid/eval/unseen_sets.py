@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_6 are tables of wordings written (sessions 8 to 10) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_7 are tables of wordings written (sessions 8 to 11) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first five were each measured once while held out (rounds 2-6 of
-evals/README.md), then tuned on; the sixth is the held-out wording now
-(`unseen-starlette-reworded-6`, and lang_sets.REWORDED_SETS).
+changed after it. The first six were each measured once while held out (rounds 2-7 of
+evals/README.md), then tuned on; the seventh is the held-out wording now
+(`unseen-starlette-reworded-7`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-4": "starlette",
     "unseen-starlette-reworded-5": "starlette",
     "unseen-starlette-reworded-6": "starlette",
+    "unseen-starlette-reworded-7": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -65,7 +66,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-3": ("jinja2", "dateutil"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-6", "unseen-docstring-2", "unseen-docstring-3")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-7", "unseen-docstring-2", "unseen-docstring-3")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -500,6 +501,69 @@ REWORDED_PHRASINGS_6: dict[str, tuple[tuple[str, str], ...]] = {
         ("passive-typo", "where is {x} subclased, directly or further down the hierarchy?"),
     ),
 }
+# A seventh helper's wordings (session 11; see the module's docstring), verbatim.
+REWORDED_PHRASINGS_7: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("ide-imperative-backticks", "Find every place in the codebase where `{x}` gets invoked."),
+        (
+            "chat-context-it",
+            "I'm about to change the signature of {x}. Which functions would break because they call it?",
+        ),
+        ("search-box-noun-phrase", "call sites of {x}()"),
+        ("passive-voice-qualifier", "From where is the method {x} being called?"),
+        ("non-native-typo", "please show me all the fonctions which are using {x} , i need to refactor it"),
+        (
+            "pr-review-consumers",
+            (
+                "Before we merge this: are there any consumers of `{x}()` outside this module "
+                "that still pass the old arguments?"
+            ),
+        ),
+        ("slack-terse-hit", "what code paths end up hitting {x}? wanna deprecate it"),
+        ("java-instantiation", "List the methods that instantiate the {x} class with new."),
+    ),
+    "callees": (
+        ("ide-imperative-parens", "Show me the functions that {x}() invokes internally."),
+        (
+            "chat-context-this",
+            "Trying to figure out why {x} is so slow. Which other methods does this one call into?",
+        ),
+        ("search-box-noun-phrase", "outgoing calls from `{x}`"),
+        ("passive-voice-qualifier", "Which functions are called by the method {x}?"),
+        ("non-native-english", "what are the functions that {x} is calling inside of his body?"),
+        (
+            "issue-tracker-delegation",
+            (
+                "Stack trace ends inside {x} but I can't tell what it delegates to. "
+                "Can someone list the helpers it calls?"
+            ),
+        ),
+        ("search-box-typo", "functions calld from inside {x}"),
+        ("trace-one-level-down", "Trace one level down from `{x}`: which methods does it dispatch to?"),
+    ),
+    "subclasses": (
+        ("ide-imperative-backticks", "List all classes that extend `{x}`, including indirect descendants."),
+        (
+            "chat-context-it",
+            (
+                "I'm adding an abstract method to the {x} class. "
+                "Which classes derive from it and will need to implement it?"
+            ),
+        ),
+        ("search-box-noun-phrase", "implementations of interface {x}"),
+        ("passive-voice", "Which classes are inherited from {x}, either directly or through another parent?"),
+        ("non-native-typo", "how many child class has {x}? i want see all of them incluing the grand-childs"),
+        (
+            "pr-review-specialize",
+            (
+                "nit: adding a required ctor arg here breaks every class that specializes {x}, "
+                "can you check which ones do?"
+            ),
+        ),
+        ("java-implements-terse", "Who implements {x}? Need the full list of concrete classes."),
+        ("python-mro", "what classes have {x} somewhere in their bases or MRO?"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -508,6 +572,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-4": REWORDED_PHRASINGS_4,
     "unseen-starlette-reworded-5": REWORDED_PHRASINGS_5,
     "unseen-starlette-reworded-6": REWORDED_PHRASINGS_6,
+    "unseen-starlette-reworded-7": REWORDED_PHRASINGS_7,
 }
 
 
