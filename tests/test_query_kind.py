@@ -240,6 +240,34 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ),
     ("callees", "abbreviated and mistyped", ["funcs called by flush in its implmentation"]),
     ("callees", "what <noun> does X call", ["what funcs does flush call into? it delegates a lot"]),
+    (
+        "callees",
+        "dispatch",
+        ["which methods does flush dispatch to?", "Trace `flush`: what does it dispatch to?"],
+    ),
+    (
+        "callees",
+        "mistyped, misread by cues as typed",
+        ["functions calld from inside flush", "methods invokd from within flush"],
+    ),
+    (
+        "subclasses",
+        "X among their bases",
+        [
+            "what classes have Widget somewhere in their bases or MRO?",
+            "types which include Protocol among their ancestors",
+        ],
+    ),
+    (
+        "callers",
+        "short message, the question's pronoun stands for the name before",
+        ["I'm about to change parse_args. Which functions would break because they call it?"],
+    ),
+    (
+        "callees",
+        "short message, the question's pronoun stands for the name before",
+        ["Stack trace ends in flush. Can someone list the helpers it calls?"],
+    ),
     ("members", "label", ["methods: Session"]),
     ("bases", "label", ["base classes: Client"]),
 ]

@@ -41,7 +41,10 @@ WORDS: dict[str, str] = {
         r"(?:functions?|funcs?|fns?|methods?|code|places?|callers?|routines?|modules?|classes"
         r"|spots?|lines?|files?)"
     ),
-    "call": r"(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|us(?:e|es|ed|ing)|referenc(?:e|es|ed|ing))",
+    "call": (
+        r"(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|us(?:e|es|ed|ing)|referenc(?:e|es|ed|ing)"
+        r"|dispatch(?:es|ed|ing)?)"
+    ),
     "callers": (
         r"(?:callers?|usages?|uses|references?|call[- ]?sites?|invocations?|invokers?"
         r"|consumers?|calls\s+to|incoming\s+calls)"
@@ -137,6 +140,10 @@ FAMILIES: tuple[Family, ...] = (
             r"^\s*{name}\s+{subclasses}\s*\??\s*$",
             r"\b{find}\s+{the}{subclasses}\b",
             r"\b(?:{things}|{anything})\s+{inheriting}\s+(?:from\s+|on\s+)?{name}",
+            # "classes that have X in their bases": X is among their bases, they are its subclasses
+            r"\b(?:{code}|types?)\s+(?:that\s+|which\s+)?(?:have|has|include|list)\s+{name}\s+(?:\w+\s+)?"
+            r"(?:in|among)\s+(?:their|its)\s+(?:bases|base\s+class(?:es)?|parents|ancestors|superclasses"
+            r"|super-?types|mro|hierarchy)",
             r"^\s*{subclasses}\s*:",
         ),
     ),
@@ -229,10 +236,10 @@ def read_question(query: str) -> tuple[str, Intent | None]:
     first, then the last two, ... within MAX_QUESTION_CHARS and MAX_QUESTION_SENTENCES: people
     explain first and ask last, and the story before may name relations the question does not
     ask about. The part is the longest tried when none reads."""
-    if len(query) <= MAX_QUESTION_CHARS:
-        return query, _read_misspelled(query)
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
+    if len(query) <= MAX_QUESTION_CHARS:
+        starts.insert(0, 0)  # the whole message, tried last
     for start in reversed(starts):
         part = query[start:]
         if not names_anything(part):
@@ -257,6 +264,11 @@ def _read(text: str) -> Intent | None:
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
     members question, "the methods called inside X" a longer callees one). A wording no family
     reads gets the cue reading (`tribrid.query_cues`)."""
+    return _family_reading(text) or read_relation(_unquote_fragments(text))
+
+
+def _family_reading(text: str) -> Intent | None:
+    """The intent of the family pattern that reads the longest stretch of the text, if any."""
     text = _unquote_fragments(text)
     best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
@@ -264,19 +276,24 @@ def _read(text: str) -> Intent | None:
             found = pattern.search(text)
             if found is not None and (best is None or len(found.group()) > best[0]):
                 best = (len(found.group()), family.intent)
-    if best is not None:
-        return best[1]
-    return read_relation(text)
+    return best[1] if best is not None else None
 
 
 def _read_misspelled(text: str) -> Intent | None:
-    """`_read`, then `_read` with mistyped relation words corrected (`tribrid.query_spelling`)
-    when the text as typed reads as no question."""
-    intent = _read(text)
+    """`_read`, with mistyped relation words corrected (`tribrid.query_spelling`) when the text as
+    typed reads by no family: a family reading of the corrected text ("functions calld from inside
+    X") is better evidence than relation cues in the typed one, which misread the typo."""
+    intent = _family_reading(text)
     if intent is not None:
         return intent
     corrected = correct_spelling(text)
-    return _read(corrected) if corrected != text else None
+    if corrected != text:
+        intent = _family_reading(corrected)
+        if intent is not None:
+            return intent
+    return read_relation(_unquote_fragments(text)) or (
+        read_relation(_unquote_fragments(corrected)) if corrected != text else None
+    )
 
 
 # Where a sentence or a clause ends: its mark and the space after it.
