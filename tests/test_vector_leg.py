@@ -229,12 +229,15 @@ async def test_a_corpus_that_is_a_small_slice_of_the_shared_index_finds_its_near
     recalls = []
     for query in queries:
         result = await vector_search(pool, cfg, params("synth-fork"), query)
-        assert result.plan == "hnsw"
-        truth = brute_force(fork, fork_vectors, query, [True] * len(fork), 10)
-        recalls.append(len({c.chunk.chunk_id for c in result.chunks} & set(truth)) / 10)
         scores = [c.score for c in result.chunks]
         assert scores == sorted(scores, reverse=True)
-    assert float(np.mean(recalls)) >= 0.55
+        # a scan that stops at max_scan_tuples short of top_k is finished exactly: not the
+        # HNSW scan's recall, so not counted (it happens to a query now and then)
+        assert result.plan in ("hnsw", "hnsw+exact")
+        if result.plan == "hnsw":
+            truth = brute_force(fork, fork_vectors, query, [True] * len(fork), 10)
+            recalls.append(len({c.chunk.chunk_id for c in result.chunks} & set(truth)) / 10)
+    assert len(recalls) >= 90 and float(np.mean(recalls)) >= 0.55
 
 
 async def test_broad_filter_uses_hnsw_and_fills_top_k(
