@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_kind import classify_query, detect_intent, is_code_like
+from tribrid.query_kind import classify_query, detect_intent, is_code_like, read_question
 
 
 @pytest.mark.parametrize(
@@ -310,3 +310,14 @@ def test_a_long_text_is_no_structural_question() -> None:
     assert detect_intent(question) == "callers"
     assert detect_intent(question + " " + "x" * 400) is None
     assert detect_intent("'s" * 20_000) is None
+
+
+def test_the_part_read_is_the_question_with_its_pronoun_resolved_or_the_whole_message() -> None:
+    """The graph leg seeds on the part read: the question sentence when it names the definition
+    (or its "it" stands for one written before), the whole message when it names nothing."""
+    part, intent = read_question(
+        "I'm about to change parse_args. Which functions would break because they call it?"
+    )
+    assert intent == "callers" and "parse_args" in part and "about to change" not in part
+    message = "Address -- who relies on it? list every caller or place that instantiates it"
+    assert read_question(message) == (message, "callers")

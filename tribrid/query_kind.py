@@ -231,23 +231,27 @@ def detect_intent(query: str) -> Intent | None:
 
 
 def read_question(query: str) -> tuple[str, Intent | None]:
-    """The part of the query the question is in, and what it asks for. A query of at most
-    MAX_QUESTION_CHARS is read whole. A long message is read from its end, the last sentence
-    first, then the last two, ... within MAX_QUESTION_CHARS and MAX_QUESTION_SENTENCES: people
+    """The part of the query the question is in, and what it asks for. A message is read from its
+    end, the last sentence first, then the last two, ... within MAX_QUESTION_CHARS and
+    MAX_QUESTION_SENTENCES, and a message of at most MAX_QUESTION_CHARS whole at last: people
     explain first and ask last, and the story before may name relations the question does not
-    ask about. The part is the longest tried when none reads."""
+    ask about. A question that names nothing has its "it" read as the name written before it.
+    The part is the longest tried when none reads, or when the one that reads names nothing."""
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     if len(query) <= MAX_QUESTION_CHARS:
         starts.insert(0, 0)  # the whole message, tried last
+    window = query[starts[0] :] if starts else ""  # the longest part tried
     for start in reversed(starts):
         part = query[start:]
         if not names_anything(part):
             part = resolve_pronouns(part, query[:start])
         intent = _read_misspelled(part)
         if intent is not None:
-            return part, intent
-    return (query[starts[0] :] if starts else ""), None
+            # a question that names nothing ("Address -- who relies on it? list every caller")
+            # is about a name the message wrote before it: the part to seed on is the whole window
+            return (part if names_anything(part) else window), intent
+    return window, None
 
 
 # Code quoted in backticks with a space inside: a fragment ("`extends Foo`", "`new Foo()`"), not a
