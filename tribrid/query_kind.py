@@ -263,16 +263,10 @@ def _unquote_fragments(text: str) -> str:
     return _QUOTED.sub(lambda m: m.group(1) if any(c.isspace() for c in m.group(1)) else m.group(), text)
 
 
-def _read(text: str) -> Intent | None:
+def _family_reading(text: str) -> Intent | None:
     """The family whose pattern reads the longest stretch of the text (the more of the question a
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
-    members question, "the methods called inside X" a longer callees one). A wording no family
-    reads gets the cue reading (`tribrid.query_cues`)."""
-    return _family_reading(text) or read_relation(_unquote_fragments(text))
-
-
-def _family_reading(text: str) -> Intent | None:
-    """The intent of the family pattern that reads the longest stretch of the text, if any."""
+    members question, "the methods called inside X" a longer callees one); None if none reads."""
     text = _unquote_fragments(text)
     best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
@@ -284,9 +278,10 @@ def _family_reading(text: str) -> Intent | None:
 
 
 def _read_misspelled(text: str) -> Intent | None:
-    """`_read`, with mistyped relation words corrected (`tribrid.query_spelling`) when the text as
-    typed reads by no family: a family reading of the corrected text ("functions calld from inside
-    X") is better evidence than relation cues in the typed one, which misread the typo."""
+    """The family reading of the text, else of the text with mistyped relation words corrected
+    (`tribrid.query_spelling`): that is better evidence than relation cues in the typed text,
+    which misread a typo ("functions calld from inside X"); else the cue reading
+    (`tribrid.query_cues`)."""
     intent = _family_reading(text)
     if intent is not None:
         return intent
