@@ -161,13 +161,13 @@ class SparseConfig(_Section):
     bm25_k1: float = Field(1.2, ge=0.0, le=3.0)
     # b = 0.6: English stems let long chunks match more of a question's words; at 0.4 they crowded
     # the fused answers (lines@10 up 5-15% on the tuning sets), at 0.6 they are back below
-    # (README, "Sparse leg"). k1 as Lucene's.
+    # (evals/README.md, "The sparse leg's ranking"). k1 as Lucene's.
     bm25_b: float = Field(0.6, ge=0.0, le=1.0)
     top_k: int = Field(30, ge=1, le=1000)
     # any: BM25 over every chunk holding any query term, as Lucene's default OR query ranks;
     # plain: every query term required (identifier joins are a bonus), relaxed when nothing matches;
     # phrase: terms adjacent and in order; boolean: websearch syntax ("phrase", OR, -term).
-    # "any" is the default: on every eval set it ranks at or above "plain" (README, "Sparse leg").
+    # "any" is the default: it ranked at or above "plain" on every tuning set (evals/README.md).
     query_mode: SparseQueryMode = "any"
     # A plain query nothing matches drops up to this many of its rarest terms...
     relax_max_terms: int = Field(2, ge=0, le=10)

@@ -267,7 +267,6 @@ def _family_reading(text: str) -> Intent | None:
     """The family whose pattern reads the longest stretch of the text (the more of the question a
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
     members question, "the methods called inside X" a longer callees one); None if none reads."""
-    text = _unquote_fragments(text)
     best: tuple[int, Intent] | None = None
     for family, patterns in _COMPILED:
         for pattern in patterns:
@@ -282,6 +281,7 @@ def _read_misspelled(text: str) -> Intent | None:
     (`tribrid.query_spelling`): that is better evidence than relation cues in the typed text,
     which misread a typo ("functions calld from inside X"); else the cue reading
     (`tribrid.query_cues`)."""
+    text = _unquote_fragments(text)
     intent = _family_reading(text)
     if intent is not None:
         return intent
@@ -290,9 +290,7 @@ def _read_misspelled(text: str) -> Intent | None:
         intent = _family_reading(corrected)
         if intent is not None:
             return intent
-    return read_relation(_unquote_fragments(text)) or (
-        read_relation(_unquote_fragments(corrected)) if corrected != text else None
-    )
+    return read_relation(text) or (read_relation(corrected) if corrected != text else None)
 
 
 # Where a sentence or a clause ends: its mark and the space after it.

@@ -7,7 +7,8 @@ Words are Unicode letters and digits (`regex`'s \\p classes), split code-style a
 
 Latin-alphabet words are stemmed (English Snowball) in the index and in queries alike, so a
 question's `parses`, `parsing` and `parsed` meet the code's `parse`: on every eval set BM25 ranked
-as well or better with stems, most on prose questions about code (README, "Sparse leg"). Words
+as well or better with stems, most on prose questions about code (evals/README.md, "The sparse
+leg's ranking"). Words
 of other scripts, digits and mixed letter-digit words are kept as written.
 
 Accents are kept (`café` stays `café`); with accent folding on (`sparse.fold_accents`, the
@@ -85,13 +86,12 @@ def stopwords_for(prose_share: float) -> frozenset[str]:
 
 
 _english = snowballstemmer.stemmer("english")
-_LATIN_WORD = regex.compile(r"[a-z]+")
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a corpus's vocabulary is small next to its word count
 def stem(term: str) -> str:
     """The English stem of a case-folded term of ASCII letters (`parsing` -> `pars`); others as they are."""
-    if not _LATIN_WORD.fullmatch(term):
+    if not (term.isascii() and term.isalpha()):
         return term
     return str(_english.stemWord(term))
 
