@@ -17,7 +17,7 @@
 rxjs and java.net.http were held out until session 8, which tuned on them. mobx and jdk.jshell
 replaced them, then three and jdk.httpserver; each round was measured once held out and then tuned
 on (evals/README.md, "Held-out rounds"). REWORDED_SETS asks three and jdk.httpserver again in
-unseen_sets.REWORDED_PHRASINGS_3 to _6 (rounds 4 to 7, then tuned on) and REWORDED_PHRASINGS_7:
+unseen_sets.REWORDED_PHRASINGS_3 to _7 (rounds 4 to 8, then tuned on) and REWORDED_PHRASINGS_8:
 those are held out now (HELD_OUT). Nothing may be tuned on a held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
@@ -67,8 +67,10 @@ REWORDED_SETS: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
     "unseen-jdk-httpserver-reworded-6": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_6),
     "unseen-three-reworded-7": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_7),
     "unseen-jdk-httpserver-reworded-7": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_7),
+    "unseen-three-reworded-8": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_8),
+    "unseen-jdk-httpserver-reworded-8": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_8),
 }
-HELD_OUT = ("unseen-three-reworded-7", "unseen-jdk-httpserver-reworded-7")
+HELD_OUT = ("unseen-three-reworded-8", "unseen-jdk-httpserver-reworded-8")
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".

@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_7 are tables of wordings written (sessions 8 to 11) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_8 are tables of wordings written (sessions 8 to 12) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first six were each measured once while held out (rounds 2-7 of
-evals/README.md), then tuned on; the seventh is the held-out wording now
-(`unseen-starlette-reworded-7`, and lang_sets.REWORDED_SETS).
+changed after it. The first seven were each measured once while held out (rounds 2-8 of
+evals/README.md), then tuned on; the eighth is the held-out wording now
+(`unseen-starlette-reworded-8`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-5": "starlette",
     "unseen-starlette-reworded-6": "starlette",
     "unseen-starlette-reworded-7": "starlette",
+    "unseen-starlette-reworded-8": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -66,7 +67,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-3": ("jinja2", "dateutil"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-7", "unseen-docstring-2", "unseen-docstring-3")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-8", "unseen-docstring-2", "unseen-docstring-3")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -564,6 +565,61 @@ REWORDED_PHRASINGS_7: dict[str, tuple[tuple[str, str], ...]] = {
         ("python-mro", "what classes have {x} somewhere in their bases or MRO?"),
     ),
 }
+# An eighth helper's wordings (session 12; see the module's docstring), verbatim.
+REWORDED_PHRASINGS_8: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("terse-search-box", "callers of {x}"),
+        ("polite-full-question", "Could you please show me every function or method that calls {x}?"),
+        (
+            "chatty-context-first",
+            "I'm about to change the signature of {x} and don't want to break anything, "
+            "so where is it called or instantiated from?",
+        ),
+        ("non-native-typo", "which method are calling {x}? need find all caller of it befor refactor"),
+        ("backtick-pronoun-later", "`{x}` - who invokes it? list the enclosing function of every call site"),
+        ("passive-voice", "From which functions and methods is {x} called or instantiated?"),
+        ("java-ide-call-hierarchy", "show incoming calls for {x}, like IntelliJ's Call Hierarchy view"),
+        (
+            "code-review-imperative",
+            "Before merging, list all the methods that invoke ({x}) anywhere in the repo.",
+        ),
+    ),
+    "callees": (
+        ("terse-noun-phrase", "functions called by {x}"),
+        ("polite-question", "Would you mind telling me which functions and methods {x} calls?"),
+        ("ide-outgoing-calls", "outgoing calls from {x}"),
+        (
+            "chatty-debugging",
+            "Stepping through {x} in the debugger is painful. "
+            "What other functions or methods does it call directly?",
+        ),
+        ("non-native-typo", "what are the methods that {x} is invoking inside of his body?"),
+        ("possessive-terse", "{x}'s callees pls"),
+        ("go-rust-style", "in the `{x}` fn, which funcs/methods does it call out to?"),
+        ("imperative-passive", "List every function or method that gets called from within the body of {x}."),
+    ),
+    "subclasses": (
+        ("terse-search-box", "subclasses of {x}"),
+        ("java-implementations", "all implementations of interface {x}, incl. indirect ones"),
+        (
+            "polite-full-question",
+            "Could you show me every class that inherits from {x}, "
+            "either directly or through intermediate classes?",
+        ),
+        (
+            "typescript-extends",
+            "which classes `extends {x}` anywhere in the codebase, including grandchildren?",
+        ),
+        ("non-native-typo", "give me all class what derive from {x}, also the indirectly ones"),
+        (
+            "chatty-context-first-pronoun",
+            "{x} is getting a new abstract method. Which classes derive from it "
+            "(at any depth) so I can update them?",
+        ),
+        ("csharp-derived-types", "Find derived types of ({x}) - the whole inheritance tree below it."),
+        ("passive-voice", "By which classes is {x} extended or implemented, directly or transitively?"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -573,6 +629,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-5": REWORDED_PHRASINGS_5,
     "unseen-starlette-reworded-6": REWORDED_PHRASINGS_6,
     "unseen-starlette-reworded-7": REWORDED_PHRASINGS_7,
+    "unseen-starlette-reworded-8": REWORDED_PHRASINGS_8,
 }
 
 
