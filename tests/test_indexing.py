@@ -170,6 +170,22 @@ def test_stdlib_method_chunk_symbol_and_embed_header() -> None:
     assert "json.decoder.py_scanstring" in chunks
 
 
+def test_a_definitions_chunks_carry_its_signature_and_other_chunks_none() -> None:
+    src = source("json/decoder.py", Path(json.decoder.__file__).read_text(encoding="utf-8"))
+    chunks = chunk_file(CORPUS, src, IndexerConfig()).chunks
+    by_symbol = {c.symbol: c for c in chunks if c.kind != "module"}
+    decode = by_symbol["json.decoder.JSONDecoder.decode"]
+    assert decode.signature == "json.decoder.JSONDecoder.decode: def decode(self, s, _w=WHITESPACE.match)"
+    assert (
+        by_symbol["json.decoder.JSONDecoder"].signature
+        == "json.decoder.JSONDecoder: class JSONDecoder(object)"
+    )
+    assert all(c.signature == "" for c in chunks if c.kind == "module")
+    java = source("a/Box.java", "class Box {\n  int size(int x) { return x; }\n}\n")
+    (size,) = [c for c in chunk_file(CORPUS, java, IndexerConfig()).chunks if c.kind == "function"]
+    assert size.signature == f"{size.symbol}: int size(int x)"
+
+
 def test_class_chunk_holds_header_docstring_and_attributes_but_not_methods() -> None:
     src = python(
         "geo/shapes.py",

@@ -61,6 +61,7 @@ class Snapshot:
     generation: int
     chunks: dict[str, tuple[str, int, int, str]]  # chunk id -> (file, start, end, content)
     embeddings: dict[str, np.ndarray]
+    signature_embeddings: dict[str, np.ndarray]  # of the definitions' chunks
     entities: dict[str, tuple[str, str, str]]  # entity id -> (type, qualified name, file)
     relations: set[tuple[str, str, str]]  # (source qualified name, type, target qualified name)
     counts: dict[str, int]  # the graph store's totals per entity and relationship type
@@ -72,7 +73,7 @@ async def snapshot(stack: Stack, corpus_id: str) -> Snapshot:
     assert generation is not None
     # What searches see: the rows of the committed generation.
     rows = await pool.fetch(
-        "SELECT chunk_id, file_path, start_line, end_line, content, embedding"
+        "SELECT chunk_id, file_path, start_line, end_line, content, embedding, signature_embedding"
         f" FROM chunks c WHERE corpus_id = $1 AND {committed('c')}",
         corpus_id,
     )
@@ -88,6 +89,11 @@ async def snapshot(stack: Stack, corpus_id: str) -> Snapshot:
         generation=generation,
         chunks={r["chunk_id"]: (r["file_path"], r["start_line"], r["end_line"], r["content"]) for r in rows},
         embeddings={r["chunk_id"]: r["embedding"].to_numpy() for r in rows},
+        signature_embeddings={
+            r["chunk_id"]: r["signature_embedding"].to_numpy()
+            for r in rows
+            if r["signature_embedding"] is not None
+        },
         entities=everything,
         relations={(names[r.source_id], r.type, names[r.target_id]) for r in relations},
         counts=await store.counts(key),
@@ -162,9 +168,17 @@ async def test_incremental_reindex_matches_a_fresh_index(stack: Stack, tmp_path:
     pricing = {cid for cid, (path, *_rest) in after.chunks.items() if path == "shop/pricing.py"}
     edited = {cid for cid in pricing if after.chunks[cid] != before.chunks.get(cid)}
     assert len(edited) == 1 and len(pricing) > 1 and added
-    assert len(embedder.texts) == len(added) + 1
+    # each new chunk's text, and its signature when it is a definition's
+    new_signatures = (added | edited) & after.signature_embeddings.keys()
+    assert new_signatures and len(embedder.texts) == len(added) + 1 + len(new_signatures)
     assert progress.chunks_reused == len(pricing) - 1
     assert all(np.array_equal(before.embeddings[cid], after.embeddings[cid]) for cid in pricing - edited)
+    reused_signatures = (pricing - edited) & before.signature_embeddings.keys()
+    assert reused_signatures and reused_signatures <= after.signature_embeddings.keys()
+    assert all(
+        np.array_equal(before.signature_embeddings[cid], after.signature_embeddings[cid])
+        for cid in reused_signatures
+    )
     # Chunks of untouched files kept their rows and their stored embeddings.
     kept = {
         cid for cid, (path, *_rest) in before.chunks.items() if path not in touched | {"shop/inventory.py"}

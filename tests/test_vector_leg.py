@@ -10,7 +10,14 @@ import grpc
 import numpy as np
 import pytest
 
-from services.indexer.pg_writer import CorpusInfo, FileRecord, RunCommit, apply_run, delete_corpus
+from services.indexer.pg_writer import (
+    ChunkVectors,
+    CorpusInfo,
+    FileRecord,
+    RunCommit,
+    apply_run,
+    delete_corpus,
+)
 from services.indexer.pipeline import INDEX_FORMAT
 from services.vector.search import (
     build_direct_query,
@@ -47,9 +54,14 @@ def synth_vectors(n: int, dim: int, seed: int = 7) -> Vectors:
 
 
 async def write_corpus(
-    stack: Stack, corpus_id: str, docs: Sequence[tuple[str, str, str]], vectors: Vectors
+    stack: Stack,
+    corpus_id: str,
+    docs: Sequence[tuple[str, str, str]],
+    vectors: Vectors,
+    signatures: Sequence[Vectors | None] | None = None,
 ) -> list[Chunk]:
-    """Insert (path, language, content) chunks through the indexer's real PostgreSQL writer."""
+    """Insert (path, language, content) chunks through the indexer's real PostgreSQL writer; a
+    chunk given a signature vector is a definition whose signature has that embedding."""
     pool = await stack.resources.pool()
     await delete_corpus(pool, corpus_id)
     chunks = [
@@ -64,6 +76,7 @@ async def write_corpus(
             symbol="",
             content=content,
             embed_text=f"# file: {path}\n{content}",
+            signature=f"def f{i}()" if signatures and signatures[i] is not None else "",
         )
         for i, (path, lang, content) in enumerate(docs)
     ]
@@ -80,7 +93,7 @@ async def write_corpus(
             index_format=INDEX_FORMAT,
         ),
         chunks,
-        vectors,
+        ChunkVectors(vectors, signatures or [None] * len(chunks)),
     )
     return chunks
 
@@ -266,6 +279,46 @@ async def test_metrics_score_as_similarity(
     by_id = {c.chunk_id: i for i, c in enumerate(chunks)}
     for item in result.chunks:  # unit vectors: every metric's similarity is the cosine
         assert item.score == pytest.approx(float(vectors[by_id[item.chunk.chunk_id]] @ query), abs=1e-5)
+
+
+def _at_cosine(cosine: float, axis: int, dim: int) -> Vectors:
+    """A unit vector at `cosine` to the first axis, leaning towards `axis`."""
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[0], vector[axis] = cosine, np.sqrt(1 - cosine**2)
+    return vector
+
+
+@pytest.mark.parametrize("exact_scan_max_rows", [2000, 0])  # an exact scan, then the HNSW index
+async def test_a_definitions_signature_similarity_blends_into_its_score(
+    stack: Stack, exact_scan_max_rows: int
+) -> None:
+    dim = stack.cfg.embedding.dim
+    query = _at_cosine(1.0, 1, dim)
+    # (text cosine, signature cosine or None): a plain chunk, a definition whose name matches the
+    # query better than its text, one whose signature points away, and filler further off
+    shapes: list[tuple[float, float | None]] = [(0.9, None), (0.85, 1.0), (0.88, -1.0)]
+    shapes += [(0.3 - 0.01 * i, None) for i in range(20)]
+    vectors = np.vstack([_at_cosine(text, 2 + i, dim) for i, (text, _) in enumerate(shapes)])
+    signatures = [
+        None if sig is None else _at_cosine(sig, 2 + len(shapes) + i, dim)
+        for i, (_, sig) in enumerate(shapes)
+    ]
+    docs = [(f"m{i}.py", "python", f"chunk {i}") for i in range(len(shapes))]
+    chunks = await write_corpus(stack, "sigs", docs, vectors, signatures)
+    pool = await stack.resources.pool()
+    cfg = scan(stack.cfg.vector).model_copy(update={"exact_scan_max_rows": exact_scan_max_rows})
+    blended = await vector_search(pool, cfg, params(corpus="sigs", top_k=3), query)
+    assert [c.chunk.chunk_id for c in blended.chunks] == [
+        chunks[1].chunk_id,
+        chunks[0].chunk_id,
+        chunks[3].chunk_id,
+    ]
+    assert [c.score for c in blended.chunks] == pytest.approx([0.925, 0.9, 0.3], abs=1e-5)
+    text_only = await vector_search(
+        pool, cfg.model_copy(update={"signature_weight": 0.0}), params(corpus="sigs", top_k=3), query
+    )
+    assert [c.chunk.chunk_id for c in text_only.chunks] == [chunks[i].chunk_id for i in (0, 2, 1)]
+    assert [c.score for c in text_only.chunks] == pytest.approx([0.9, 0.88, 0.85], abs=1e-5)
 
 
 async def test_metric_must_match_index(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:

@@ -32,6 +32,9 @@ class Chunk:
     page_end: int = 0
     # Documents only: the document's metadata other than its title (documents.document_metadata).
     document_metadata: dict[str, str] = field(default_factory=dict)
+    # Definitions only: the qualified name and the declaration ("pkg.mod.f: def f(x, y)"), embedded
+    # on its own as well: the vector leg's signature similarity (services/vector/search.py).
+    signature: str = ""
 
 
 @dataclass(frozen=True, slots=True)

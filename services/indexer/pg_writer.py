@@ -44,6 +44,7 @@ _CHUNK_COLS = [
     "page_start",
     "page_end",
     "document_metadata",
+    "signature_embedding",
 ]
 
 
@@ -149,19 +150,37 @@ def sparse_text(chunk: Chunk) -> str:
 
 
 def embed_hash(model: str, chunk: Chunk) -> str:
-    """Identifies an embedding: the same model on the same text gives the same vector."""
-    return hashlib.blake2b(f"{model}\0{chunk.embed_text}".encode(), digest_size=16).hexdigest()
+    """Identifies a chunk's embeddings: the same model on the same texts gives the same vectors."""
+    texts = f"{model}\0{chunk.embed_text}" + (f"\0{chunk.signature}" if chunk.signature else "")
+    return hashlib.blake2b(texts.encode(), digest_size=16).hexdigest()
 
 
-async def stored_vectors(pool: asyncpg.Pool, corpus_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-    """Vectors the corpus's committed chunks already have, by embed_hash."""
+@dataclass(frozen=True, slots=True)
+class ChunkVectors:
+    """A batch's embeddings: one row per chunk of its text, and of its signature where it has one."""
+
+    text: np.ndarray
+    signature: Sequence[np.ndarray | None]
+
+
+async def stored_vectors(
+    pool: asyncpg.Pool, corpus_id: str, hashes: Sequence[str]
+) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """The (text, signature) vectors the corpus's committed chunks already have, by embed_hash."""
     rows = await pool.fetch(
-        f"""SELECT DISTINCT ON (c.embed_hash) c.embed_hash, c.embedding FROM chunks c
+        f"""SELECT DISTINCT ON (c.embed_hash) c.embed_hash, c.embedding, c.signature_embedding
+            FROM chunks c
             WHERE c.corpus_id = $1 AND c.embed_hash = ANY($2::text[]) AND {committed("c")}""",
         corpus_id,
         list(hashes),
     )
-    return {r["embed_hash"]: r["embedding"].to_numpy() for r in rows}
+    return {
+        r["embed_hash"]: (
+            r["embedding"].to_numpy(),
+            None if r["signature_embedding"] is None else r["signature_embedding"].to_numpy(),
+        )
+        for r in rows
+    }
 
 
 def _chunk_records(
@@ -169,12 +188,12 @@ def _chunk_records(
     generation: int,
     model: str,
     chunks: Sequence[Chunk],
-    vectors: np.ndarray,
+    vectors: ChunkVectors,
     fold_accents: bool,
 ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     chunk_rows: list[tuple[object, ...]] = []
     posting_rows: list[tuple[object, ...]] = []
-    for chunk, vector in zip(chunks, vectors, strict=True):
+    for chunk, vector, signature_vector in zip(chunks, vectors.text, vectors.signature, strict=True):
         tokens = index_tokens(sparse_text(chunk), fold_accents)
         tsv, length = to_tsvector_literal(tokens)
         chunk_rows.append(
@@ -198,6 +217,7 @@ def _chunk_records(
                 chunk.page_start,
                 chunk.page_end,
                 json.dumps(chunk.document_metadata, ensure_ascii=False, sort_keys=True),
+                signature_vector,
             )
         )
         for term, tf in Counter(term for term, _ in tokens).items():
@@ -211,7 +231,7 @@ async def write_chunks(
     generation: int,
     model: str,
     chunks: Sequence[Chunk],
-    vectors: np.ndarray,
+    vectors: ChunkVectors,
     fold_accents: bool = True,
 ) -> None:
     """Add chunk rows (with their postings) as `generation`, hidden until that generation commits;
@@ -320,7 +340,7 @@ async def tidy_postings(pool: asyncpg.Pool) -> None:
 
 
 async def apply_run(
-    pool: asyncpg.Pool, info: CorpusInfo, run: RunCommit, chunks: Sequence[Chunk], vectors: np.ndarray
+    pool: asyncpg.Pool, info: CorpusInfo, run: RunCommit, chunks: Sequence[Chunk], vectors: ChunkVectors
 ) -> int:
     """A whole run's PostgreSQL writes at once: the chunks, then the commit."""
     await ensure_corpus(pool, info)

@@ -31,6 +31,7 @@ from services.indexer import graph_writer
 from services.indexer.document_graph import chunk_vectors, document_chunks, document_nodes, similar_chunks
 from services.indexer.graph_writer import GraphChange, drop_generation, write_next_generation
 from services.indexer.pg_writer import (
+    ChunkVectors,
     CorpusInfo,
     FileRecord,
     RunCommit,
@@ -82,7 +83,8 @@ log = logging.getLogger(__name__)
 #      Java overloads are entities of their own, and inner classes call enclosing methods;
 #      a JS/TS `export default Name;` exports Name as the default.
 #   9: BM25 terms are English stems of Latin-alphabet words (`tribrid.text.stem`).
-INDEX_FORMAT = 9
+#  10: definitions' signatures are embedded too (Chunk.signature, chunks.signature_embedding).
+INDEX_FORMAT = 10
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -246,6 +248,10 @@ def _batches(items: list[SourceFile], size: int) -> Iterator[list[SourceFile]]:
         yield items[start : start + size]
 
 
+# A batch of chunks and their vectors, on its way to PostgreSQL.
+_Batch = tuple[list[Chunk], ChunkVectors]
+
+
 class _RowStream:
     """Writes embedded batches to PostgreSQL one after another, behind the embedding.
 
@@ -273,12 +279,14 @@ class _RowStream:
         self._generation = generation
         self._model = model
         self._counts = counts
-        self._queue: asyncio.Queue[tuple[list[Chunk], np.ndarray] | None] = asyncio.Queue(self.QUEUE_BATCHES)
+        self._queue: asyncio.Queue[tuple[list[Chunk], ChunkVectors] | None] = asyncio.Queue(
+            self.QUEUE_BATCHES
+        )
         self._error: BaseException | None = None
-        self._held: list[tuple[list[Chunk], np.ndarray]] | None = [] if hold else None
+        self._held: list[_Batch] | None = [] if hold else None
         self._task = asyncio.create_task(self._drain())
 
-    async def put(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+    async def put(self, chunks: list[Chunk], vectors: ChunkVectors) -> None:
         if self._error is not None:
             raise self._error
         if self._held is not None:  # indexer.write_while_embedding off: written by finish()
@@ -549,13 +557,18 @@ class IndexPipeline:
             stored = await stored_vectors(self._pool, corpus_id, hashes)
         reused = [(c, stored[h]) for c, h in zip(chunks, hashes, strict=True) if h in stored]
         if reused:
-            await rows.put([c for c, _ in reused], np.vstack([v for _, v in reused]).astype(np.float32))
+            text = np.vstack([text for _, (text, _) in reused]).astype(np.float32)
+            await rows.put(
+                [c for c, _ in reused], ChunkVectors(text, [signature for _, (_, signature) in reused])
+            )
             counts.chunks_reused += len(reused)
         return [c for c, h in zip(chunks, hashes, strict=True) if h not in stored]
 
     def _start_embedding(self, batch: list[Chunk]) -> tuple[list[Chunk], asyncio.Task[np.ndarray]]:
+        """Embed the batch's texts, then the signatures of those that have one, in one model call."""
         prefix = self._cfg.embedding.passage_prefix
-        return batch, asyncio.create_task(self._embedder.embed([prefix + c.embed_text for c in batch]))
+        texts = [prefix + c.embed_text for c in batch] + [prefix + c.signature for c in batch if c.signature]
+        return batch, asyncio.create_task(self._embedder.embed(texts))
 
     @staticmethod
     async def _finish(
@@ -566,7 +579,11 @@ class IndexPipeline:
         with counts.timed("embed_wait"):
             vectors = await task
         counts.chunks_embedded += len(batch)
-        await rows.put(batch, vectors)
+        signatures = iter(vectors[len(batch) :])
+        await rows.put(
+            batch,
+            ChunkVectors(vectors[: len(batch)], [next(signatures) if c.signature else None for c in batch]),
+        )
 
     async def _report_unchanged(self, corpus_id: str, generation: int, counts: _Counts) -> None:
         graph_counts = await self._graph.counts(graph_key(corpus_id, generation))

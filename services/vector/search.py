@@ -8,6 +8,12 @@ of each eval set's queries against an exact scan: recall 0.95-1.00 against 0.41-
 order. The few rows found out of order are put back in order by a MATERIALIZED CTE, as pgvector's
 documentation advises.
 
+A definition's score blends two similarities: the query's to the chunk's text and to its signature
+(qualified name and declaration, embedded on its own at index time), (text + w * signature) / (1 + w)
+with w = `signature_weight`. A docstring-like question ("Return the number of ...") matches a
+function's name and parameters better than its body, which the text's one vector mostly averages
+away. The `signature_candidates` rows nearest by text are re-ordered by the blend.
+
 The common request (no filter, the configured ef_search, a corpus above `exact_scan_max_rows`)
 is one round trip on the vector leg's own pool, whose connections start with those settings
 (`session_settings`): the HNSW query, with the corpus's model and size checked in the same
@@ -60,25 +66,33 @@ def session_settings(cfg: VectorConfig) -> dict[str, str]:
     }
 
 
+def _similarities(to_similarity: str) -> str:
+    """The text's similarity (`score`) and the signature's (`signature_score`, NULL without one)
+    from the distances a `found` CTE kept."""
+    text = to_similarity.format(d="c.distance")
+    return f"{text} AS score, {to_similarity.format(d='c.signature_distance')} AS signature_score"
+
+
 @functools.cache  # built once per metric: it runs on every common request
 def build_direct_query(metric: str) -> str:
-    """$1 corpus, $2 query vector, $3 top_k, $4 exact_scan_max_rows: the HNSW query for an
+    """$1 corpus, $2 query vector, $3 candidates, $4 exact_scan_max_rows: the HNSW query for an
     unfiltered request, returning nothing unless the corpus exists and is above $4 rows."""
     op, to_similarity = METRIC_SQL[metric]
     distance = f"c.embedding {op} $2"
     return f"""
         WITH found AS MATERIALIZED (
-            SELECT {_COLS}, {distance} AS distance, k.embedding_model AS model
+            SELECT {_COLS}, {distance} AS distance, c.signature_embedding {op} $2 AS signature_distance,
+                   k.embedding_model AS model
             FROM corpora k
             CROSS JOIN LATERAL (
-                SELECT {_COLS}, c.embedding FROM chunks c
+                SELECT {_COLS}, c.embedding, c.signature_embedding FROM chunks c
                 WHERE c.corpus_id = $1 AND c.generation <= k.generation
                 ORDER BY {distance}
                 LIMIT $3
             ) c
             WHERE k.corpus_id = $1 AND k.generation > 0 AND k.chunk_count > $4
         )
-        SELECT {_COLS}, {to_similarity.format(d="c.distance")} AS score, c.model
+        SELECT {_COLS}, {_similarities(to_similarity)}, c.model
         FROM found c
         ORDER BY c.distance, c.chunk_id"""
 
@@ -106,19 +120,19 @@ def build_probe(params: SearchParams) -> tuple[str, list[object]]:
 
 
 def build_hnsw_query(metric: str, params: SearchParams) -> tuple[str, list[object]]:
-    """$1 corpus, $2 query vector, $3 top_k, then the filter's: served by the HNSW index."""
+    """$1 corpus, $2 query vector, $3 candidates, then the filter's: served by the HNSW index."""
     op, to_similarity = METRIC_SQL[metric]
     flt = chunk_filter(params, first_arg=4)
     distance = f"c.embedding {op} $2"
     sql = f"""
         WITH found AS MATERIALIZED (
-            SELECT {_COLS}, {distance} AS distance
+            SELECT {_COLS}, {distance} AS distance, c.signature_embedding {op} $2 AS signature_distance
             FROM chunks c
             WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
             ORDER BY {distance}
             LIMIT $3
         )
-        SELECT {_COLS}, {to_similarity.format(d="c.distance")} AS score
+        SELECT {_COLS}, {_similarities(to_similarity)}
         FROM found c
         ORDER BY c.distance, c.chunk_id"""
     return sql, flt.args
@@ -137,7 +151,8 @@ def build_exact_query(metric: str, params: SearchParams) -> tuple[str, list[obje
             ORDER BY a.embedding {op} $2, a.chunk_id
             LIMIT $3
         )
-        SELECT {_COLS}, {to_similarity.format(d="top.distance")} AS score
+        SELECT {_COLS}, {to_similarity.format(d="top.distance")} AS score,
+               {to_similarity.format(d=f"c.signature_embedding {op} $2")} AS signature_score
         FROM top JOIN chunks c
             ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.distance, top.chunk_id"""
@@ -190,8 +205,8 @@ async def vector_search(
     Raises NOT_FOUND for an unknown corpus, FAILED_PRECONDITION when the corpus was
     embedded by another model than `embedding_model` (if given).
     """
-    similarity_threshold = cfg.similarity_threshold
-    ef = max(cfg.ef_search, params.top_k)  # ef_search must cover top_k, or HNSW returns fewer rows
+    candidates = max(params.top_k, cfg.signature_candidates if cfg.signature_weight > 0 else 0)
+    ef = max(cfg.ef_search, candidates)  # ef_search must cover the rows asked, or HNSW returns fewer
     detail = f"{cfg.metric} similarity; plan={{plan}} ef_search={ef}"
     direct = (
         pool_settings is not None
@@ -203,26 +218,35 @@ async def vector_search(
             build_direct_query(cfg.metric),
             params.corpus_id,
             query_vector,
-            params.top_k,
+            candidates,
             cfg.exact_scan_max_rows,
         )
-        if len(rows) == params.top_k:  # else: a small or unknown corpus, or a short scan
+        if len(rows) == candidates:  # else: a small or unknown corpus, or a short scan
             _check_model(params.corpus_id, rows[0]["model"], embedding_model)
-            chunks = _scored(rows, similarity_threshold, detail.format(plan="hnsw"))
+            chunks = _scored(rows, cfg, params.top_k, detail.format(plan="hnsw"))
             return VectorResult(chunks, "hnsw", cfg.exact_scan_max_rows + 1, 1)  # more than that allowed
-    plan, allowed, rows = await _search_in_two(pool, cfg, params, query_vector, ef, embedding_model)
-    statements = int(direct) + (3 if plan == "hnsw+exact" else 2)
-    return VectorResult(
-        _scored(rows, similarity_threshold, detail.format(plan=plan)), plan, allowed, statements
+    plan, allowed, rows = await _search_in_two(
+        pool, cfg, params, query_vector, ef, candidates, embedding_model
     )
+    statements = int(direct) + (3 if plan == "hnsw+exact" else 2)
+    return VectorResult(_scored(rows, cfg, params.top_k, detail.format(plan=plan)), plan, allowed, statements)
 
 
-def _scored(rows: list[asyncpg.Record], similarity_threshold: float, detail: str) -> list[ScoredChunk]:
-    return [
-        ScoredChunk(chunk_row(r), float(r["score"]), detail)
+def blended_score(text: float, signature: float | None, weight: float) -> float:
+    """A chunk's score: its text's similarity, blended with its signature's when it has one."""
+    return text if signature is None else (text + weight * signature) / (1 + weight)
+
+
+def _scored(rows: list[asyncpg.Record], cfg: VectorConfig, top_k: int, detail: str) -> list[ScoredChunk]:
+    """The top_k rows by blended score, at least `similarity_threshold`; ties keep the text's order."""
+    scored = [
+        ScoredChunk(
+            chunk_row(r), blended_score(r["score"], r["signature_score"], cfg.signature_weight), detail
+        )
         for r in rows
-        if float(r["score"]) >= similarity_threshold
     ]
+    scored.sort(key=lambda hit: -hit.score)  # stable
+    return [hit for hit in scored[:top_k] if hit.score >= cfg.similarity_threshold]
 
 
 def _check_model(corpus_id: str, model: str | None, embedding_model: str | None) -> None:
@@ -242,11 +266,12 @@ async def _search_in_two(
     params: SearchParams,
     query_vector: np.ndarray,
     ef: int,
+    candidates: int,
     embedding_model: str | None,
 ) -> tuple[Literal["hnsw", "exact", "hnsw+exact"], int, list[asyncpg.Record]]:
     metric = cfg.metric
     probe_sql, probe_args = build_probe(params)
-    args: list[object] = [params.corpus_id, query_vector, params.top_k]
+    args: list[object] = [params.corpus_id, query_vector, candidates]
     # The probe's settings are transaction-local: the pool's connections go back unreset.
     async with pool.acquire() as conn, conn.transaction(readonly=True):
         probe = await conn.fetchrow(
@@ -269,7 +294,7 @@ async def _search_in_two(
             sql, filter_args = build_hnsw_query(metric, params)
             rows = await conn.fetch(sql, *args, *filter_args)
             plan = "hnsw"
-            if len(rows) < params.top_k:  # the scan hit max_scan_tuples before top_k rows passed
+            if len(rows) < candidates:  # the scan hit max_scan_tuples before enough rows passed
                 sql, filter_args = build_exact_query(metric, params)
                 rows = await conn.fetch(sql, *args, *filter_args)
                 plan = "hnsw+exact"

@@ -22,7 +22,7 @@ class ChunkBuilder:
     chunks: list[Chunk] = field(default_factory=list)
     _ordinals: Counter[tuple[str, str]] = field(default_factory=Counter)
 
-    def add(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
+    def add(self, span: Span, kind: str, symbol: str, header: list[str], signature: str = "") -> None:
         start, end = span
         ordinal = self._ordinals[(kind, symbol)]
         self._ordinals[(kind, symbol)] += 1
@@ -40,6 +40,7 @@ class ChunkBuilder:
                 symbol=symbol,
                 content=content,
                 embed_text=f"{context}\n{content}",
+                signature=signature,
             )
         )
 

@@ -135,6 +135,11 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         """
         ALTER TABLE chunks ADD COLUMN document_metadata jsonb NOT NULL DEFAULT '{}';
         """,
+        # Definitions: the embedding of the qualified name and declaration (Chunk.signature), NULL
+        # for every other chunk; the vector leg blends its similarity into the chunk's.
+        f"""
+        ALTER TABLE chunks ADD COLUMN signature_embedding vector({dim});
+        """,
     ]
 
 

@@ -39,15 +39,17 @@ class TreeChunker:
             scope, class_path = f"{self.module}.{definition.owner}", definition.owner
         symbol = f"{scope}.{definition.name}"
         header = [f"# class: {class_path}"] if class_path else []
-        header.append(f"# {signature(definition)}")
+        declaration = signature(definition)
+        header.append(f"# {declaration}")
+        named = f"{symbol}: {declaration}"
         if definition.kind == "function":
-            self._add_windows(definition.lines, "function", symbol, header)
+            self._add_windows(definition.lines, "function", symbol, header, named)
             return
         inner_path = f"{class_path}.{definition.name}" if class_path else definition.name
         for member in definition.members:
             self._add(member, symbol, inner_path)
         for gap in self._gaps(definition.lines, definition.members):
-            self._add_windows(gap, "class", symbol, header)
+            self._add_windows(gap, "class", symbol, header, named)
 
     def _gaps(self, span: Span, members: list[Definition]) -> list[Span]:
         """Non-blank runs of span's lines outside every member's lines."""
@@ -65,6 +67,6 @@ class TreeChunker:
         lines = self.builder.lines[span[0] - 1 : span[1]]
         return all(line.strip() in self.filler for line in lines)
 
-    def _add_windows(self, span: Span, kind: str, symbol: str, header: list[str]) -> None:
+    def _add_windows(self, span: Span, kind: str, symbol: str, header: list[str], named: str = "") -> None:
         for window in windows(span, self.cfg.max_chunk_lines, self.cfg.text_chunk_overlap):
-            self.builder.add(window, kind, symbol, header)
+            self.builder.add(window, kind, symbol, header, named)
