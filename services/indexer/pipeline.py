@@ -279,9 +279,7 @@ class _RowStream:
         self._generation = generation
         self._model = model
         self._counts = counts
-        self._queue: asyncio.Queue[tuple[list[Chunk], ChunkVectors] | None] = asyncio.Queue(
-            self.QUEUE_BATCHES
-        )
+        self._queue: asyncio.Queue[_Batch | None] = asyncio.Queue(self.QUEUE_BATCHES)
         self._error: BaseException | None = None
         self._held: list[_Batch] | None = [] if hold else None
         self._task = asyncio.create_task(self._drain())

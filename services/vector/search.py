@@ -199,7 +199,8 @@ async def vector_search(
     embedding_model: str | None = None,
     pool_settings: Mapping[str, str] | None = None,
 ) -> VectorResult:
-    """Top-k chunks by similarity, at least `cfg.similarity_threshold`, best first.
+    """Top-k chunks by similarity (a definition's blended with its signature's), at least
+    `cfg.similarity_threshold`, best first.
 
     `pool_settings`: what the pool's connections start with (`session_settings`), if anything.
     Raises NOT_FOUND for an unknown corpus, FAILED_PRECONDITION when the corpus was
@@ -207,7 +208,8 @@ async def vector_search(
     """
     candidates = max(params.top_k, cfg.signature_candidates if cfg.signature_weight > 0 else 0)
     ef = max(cfg.ef_search, candidates)  # ef_search must cover the rows asked, or HNSW returns fewer
-    detail = f"{cfg.metric} similarity; plan={{plan}} ef_search={ef}"
+    blend = f", signature weight {cfg.signature_weight:g}" if cfg.signature_weight > 0 else ""
+    detail = f"{cfg.metric} similarity{blend}; plan={{plan}} ef_search={ef}"
     direct = (
         pool_settings is not None
         and pool_settings.get("hnsw.ef_search") == str(ef)
