@@ -55,22 +55,23 @@ MOBX_VERSION = "6.16.1"
 THREE_VERSION = "0.187.0"
 JDK_SOURCE_PACKAGE = "openjdk-17-source"
 JDK_SOURCE_VERSION = "17.0.19+10-1~deb12u2"
+# each wording round asked over three and jdk.httpserver -> its wordings; the last is held out
+REWORDED_ROUNDS: dict[int, dict[str, tuple[tuple[str, str], ...]]] = {
+    3: unseen_sets.REWORDED_PHRASINGS_3,
+    4: unseen_sets.REWORDED_PHRASINGS_4,
+    5: unseen_sets.REWORDED_PHRASINGS_5,
+    6: unseen_sets.REWORDED_PHRASINGS_6,
+    7: unseen_sets.REWORDED_PHRASINGS_7,
+    8: unseen_sets.REWORDED_PHRASINGS_8,
+}
+REWORDED_CORPORA = ("unseen-three", "unseen-jdk-httpserver")
 # a set asked in other wordings over a code base's corpus -> (that corpus, the wordings)
 REWORDED_SETS: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
-    "unseen-three-reworded-3": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_3),
-    "unseen-jdk-httpserver-reworded-3": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_3),
-    "unseen-three-reworded-4": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_4),
-    "unseen-jdk-httpserver-reworded-4": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_4),
-    "unseen-three-reworded-5": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_5),
-    "unseen-jdk-httpserver-reworded-5": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_5),
-    "unseen-three-reworded-6": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_6),
-    "unseen-jdk-httpserver-reworded-6": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_6),
-    "unseen-three-reworded-7": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_7),
-    "unseen-jdk-httpserver-reworded-7": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_7),
-    "unseen-three-reworded-8": ("unseen-three", unseen_sets.REWORDED_PHRASINGS_8),
-    "unseen-jdk-httpserver-reworded-8": ("unseen-jdk-httpserver", unseen_sets.REWORDED_PHRASINGS_8),
+    f"{corpus}-reworded-{round_}": (corpus, phrasings)
+    for round_, phrasings in REWORDED_ROUNDS.items()
+    for corpus in REWORDED_CORPORA
 }
-HELD_OUT = ("unseen-three-reworded-8", "unseen-jdk-httpserver-reworded-8")
+HELD_OUT = tuple(f"{corpus}-reworded-{max(REWORDED_ROUNDS)}" for corpus in REWORDED_CORPORA)
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".
