@@ -13,6 +13,7 @@ from services.fusion.fuse import Fused, Ranked, cap_per_file, confidence, normal
 from services.fusion.gateway import FusionPlan, Gateway, LegClient, confident_weights, plan
 from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.config import FusionConfig
+from tribrid.corpus_profile import CorpusProfile
 from tribrid.legs import BY_NAME
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
@@ -116,6 +117,18 @@ def test_a_confident_leg_weighs_more_on_prose_questions_and_nothing_else_changes
     # No leg stands out: the profile's weights.
     same = {leg: flat for leg in scores}
     assert confident_weights(natural, same)[0] == pytest.approx(natural.weights)
+
+
+def test_the_corpus_names_make_a_question_about_a_plain_word_structural() -> None:
+    """ "replace" is a definition of this corpus: the question is about its callers, and the graph
+    leg gets the structural profile's weight."""
+    request = common_pb2.SearchRequest(corpus_id="c", query="From where is the method replace being called?")
+    cfg = FusionConfig()
+    unknown = plan(cfg, request, CorpusProfile(1, 10, 0))
+    assert (unknown.query_kind, unknown.query_intent) == ("natural", "")
+    known = plan(cfg, request, CorpusProfile(1, 10, 0, frozenset({"replace", "url"})))
+    assert (known.query_kind, known.query_intent) == ("structural", "callers")
+    assert known.weights["graph"] > unknown.weights["graph"]
 
 
 def test_tie_order_is_deterministic() -> None:

@@ -17,6 +17,7 @@ from services.graph.search import seed_terms
 from services.graph.service import GraphServicer
 from tests.conftest import Stack, StoredChunk, committed_graph
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
+from tribrid.corpus_profile import CorpusProfiles
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import graph_key
 from tribrid.graphstore.communities import detect_communities
@@ -745,3 +746,31 @@ async def test_a_structural_question_seeds_on_the_names_it_writes(
     found = names(await graph_search(stack, fixture_corpus, query, max_hops=1))
     assert set(found[:2]) == {"handle_order", "api_checkout"}
     assert "checkout" in found
+
+
+async def test_a_plain_word_the_corpus_defines_is_read_as_the_name_asked_about(stack: Stack) -> None:
+    """`replace` and `requires` are definitions here, so questions that use them as plain words
+    are structural questions about them: the walk follows the asked direction. The corpus's
+    definition names come from its committed chunks."""
+    named = ["replace", "requires", "render_url", "redirect", "encode", "check_scope"]
+    edges = [
+        Relation("render_url", "replace", "calls"),
+        Relation("redirect", "replace", "calls"),
+        Relation("replace", "encode", "calls"),
+        Relation("requires", "check_scope", "calls"),
+        Relation("redirect", "requires", "calls"),
+    ]
+    async with graph_corpus(stack, "gword", entities_named(named), edges) as corpus_id:
+        profile = await CorpusProfiles(await stack.resources.pool()).get(corpus_id)
+        assert profile is not None and profile.definition_names == frozenset(named)
+        callers = names(
+            await graph_search(stack, corpus_id, "From where is the method replace being called?")
+        )
+        assert callers == ["redirect", "render_url", "replace"]
+        callees = names(
+            await graph_search(stack, corpus_id, "Which helper functions does replace delegate to?")
+        )
+        assert callees == ["encode", "replace"]
+        # "requires" is the name here, not the verb of an importers question
+        called = names(await graph_search(stack, corpus_id, "list the functions that requires calls"))
+        assert called == ["check_scope", "requires"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_kind import classify_query, detect_intent, is_code_like, read_question
+from tribrid.query_kind import classify_query, detect_intent, is_code_like, quote_known_names, read_question
 
 
 @pytest.mark.parametrize(
@@ -321,3 +321,67 @@ def test_the_part_read_is_the_question_with_its_pronoun_resolved_or_the_whole_me
     assert intent == "callers" and "parse_args" in part and "about to change" not in part
     message = "Address -- who relies on it? list every caller or place that instantiates it"
     assert read_question(message) == (message, "callers")
+
+
+# A corpus whose definitions have English words for names (starlette's `URL.replace`, `requires`,
+# `Request.cookies`), and words a question uses as words (`write`, `find`, `members`, `calls`).
+CORPUS_NAMES = frozenset({"replace", "requires", "cookies", "write", "find", "members", "calls", "id"})
+
+
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        # unread as written: the name is a plain word, away from the relation word
+        ("Which helper functions does requires delegate to?", "callees"),
+        ("downstream call graph of requires", "callees"),
+        ("Can you trace all the call paths that lead into replace?", "callers"),
+        ("From where is the method replace being called?", "callers"),
+        ("Is cookies invoking any other methods internally, and if so which?", "callees"),
+        # an import verb the corpus defines is the name: not "what imports `calls`"
+        ("list the functions that requires calls", "callees"),
+        ("what are the methods that requires is invoking inside of his body?", "callees"),
+    ],
+)
+def test_a_plain_word_the_corpus_defines_is_read_as_the_name(query: str, intent: str) -> None:
+    assert detect_intent(query, CORPUS_NAMES) == intent
+    assert classify_query(query, names=CORPUS_NAMES) == "structural"
+    assert detect_intent(query) != intent  # as written, with no corpus: unread or misread
+
+
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        # a question that reads as written keeps its reading: the story's `write` is a word
+        ("Can you list what cookies calls out to? I'm worried it triggers a DB write somewhere.", "callees"),
+        ("who calls replace", "callers"),
+        ("members of Router", "members"),
+        ("find the callers of replace", "callers"),
+        ("what imports requires", "importers"),
+    ],
+)
+def test_a_question_read_as_written_keeps_its_reading_with_the_corpus_names(query: str, intent: str) -> None:
+    assert detect_intent(query) == intent
+    assert detect_intent(query, CORPUS_NAMES) == intent
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Return the cookies of the request.",
+        "Write the replacement to the file",
+        "how to replace a string in the cookies header",
+        "parse command line options",
+    ],
+)
+def test_prose_using_a_corpus_name_stays_prose(query: str) -> None:
+    assert detect_intent(query, CORPUS_NAMES) is None
+    assert classify_query(query, names=CORPUS_NAMES) == classify_query(query)
+
+
+def test_only_corpus_names_that_are_no_question_words_are_quoted_and_only_when_nothing_is_code() -> None:
+    assert quote_known_names("find members that calls replace by id", CORPUS_NAMES) == (
+        "find members that calls `replace` by id"
+    )
+    assert quote_known_names("who calls Foo.bar and replace", CORPUS_NAMES) == "who calls Foo.bar and replace"
+    assert quote_known_names("who calls `replace`", CORPUS_NAMES) == "who calls `replace`"
+    assert quote_known_names("who calls replace", frozenset()) == "who calls replace"

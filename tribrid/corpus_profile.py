@@ -1,9 +1,10 @@
-"""What a corpus holds (prose or code), read once per committed generation.
+"""What a corpus holds (prose or code, the names it defines), read once per committed generation.
 
 The sparse leg picks its query stop words by it ("function" is content in a manual, filler in a
 question about code) and the gateway its leg weights (the graph holds code entities: a corpus of
 documents gets no graph weight from the query-kind profiles, and "who is a member of X" there is
-not a question about class members).
+not a question about class members). The names its code defines let the question reader
+(`tribrid.query_kind`) take a plain word for the definition it names ("what does requires call").
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import asyncpg
 from tribrid.stores.postgres import committed
 from tribrid.text import PROSE_LANGUAGES
 
+# The chunks that are one definition (tree-sitter's), named by their symbol.
+DEFINITION_KINDS = ("function", "class")
 # How long a corpus's generation is trusted before it is read again (a cheap primary-key read;
 # the chunk counts are recounted only when the generation moved).
 CHECK_INTERVAL_S = 2.0
@@ -26,6 +29,9 @@ class CorpusProfile:
     generation: int
     chunks: int
     prose_chunks: int
+    # The last part of every function's and class's name, in lower case ("replace" of
+    # "starlette.datastructures.URL.replace").
+    definition_names: frozenset[str] = frozenset()
 
     @property
     def prose_share(self) -> float:
@@ -67,6 +73,19 @@ class CorpusProfiles:
             corpus_id,
             sorted(PROSE_LANGUAGES),
         )
-        profile = CorpusProfile(int(generation), int(row["chunks"]), int(row["prose"]))
+        names = await self._pool.fetch(
+            f"""SELECT DISTINCT lower(regexp_replace(c.symbol, '^.*[.:/#]', '')) AS name
+                FROM chunks c
+                WHERE c.corpus_id = $1 AND c.kind = ANY($2::text[]) AND c.symbol <> ''
+                  AND {committed("c")}""",
+            corpus_id,
+            list(DEFINITION_KINDS),
+        )
+        profile = CorpusProfile(
+            int(generation),
+            int(row["chunks"]),
+            int(row["prose"]),
+            frozenset(r["name"] for r in names if r["name"]),
+        )
         self._cache[corpus_id] = (now, profile)
         return profile

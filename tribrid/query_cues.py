@@ -105,6 +105,13 @@ def _is_name(token: str, position: int) -> bool:
     return position > 0 and bare[:1].isupper() and not bare.isupper()
 
 
+def is_question_word(word: str) -> bool:
+    """A word questions are made of (a function word, an opener, a relation cue), never read as a
+    name just because a definition of the corpus has it."""
+    lowered = word.lower()
+    return lowered in _FUNCTION_WORDS or lowered in _OPENERS or _is_cue(lowered)
+
+
 def read_relation(query: str) -> Relation | None:
     """The relation a structural question asks for; None when it names nothing or says no
     relation."""

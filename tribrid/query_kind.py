@@ -10,10 +10,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Literal
 
-from tribrid.query_cues import names_anything, read_relation, resolve_pronouns
+from tribrid.query_cues import (
+    is_question_word,
+    names_anything,
+    read_relation,
+    resolve_pronouns,
+    written_names,
+)
 from tribrid.query_spelling import correct_spelling
 
 Intent = Literal["callers", "callees", "members", "subclasses", "bases", "importers"]
@@ -212,6 +219,20 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern.format(**WORDS), re.IGNORECASE)
 
 
+# The relation words of the phrasing families: never a name, whatever the corpus defines. The
+# import verbs are left out: "what does requires call" in a corpus defining `requires` is about it.
+_IMPORT_VERB = re.compile(WORDS["import"], re.IGNORECASE)
+_VOCABULARY = re.compile(
+    "|".join(
+        WORDS[cls]
+        for cls in (
+            *("find", "code", "call", "callers", "calling", "inheriting", "things", "anything"),
+            *("callees", "members", "subclasses", "bases", "inherit", "inherited", "importers"),
+        )
+    ),
+    re.IGNORECASE,
+)
+
 _COMPILED: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...] = tuple(
     (family, tuple(_compile(p) for p in family.patterns)) for family in FAMILIES
 )
@@ -225,18 +246,35 @@ MAX_QUESTION_CHARS = 300
 MAX_QUESTION_SENTENCES = 8
 
 
-def detect_intent(query: str) -> Intent | None:
+def detect_intent(query: str, names: Container[str] = frozenset()) -> Intent | None:
     """What a structural question asks for (None: no reading); see `read_question`."""
-    return read_question(query)[1]
+    return read_question(query, names)[1]
 
 
-def read_question(query: str) -> tuple[str, Intent | None]:
+def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str, Intent | None]:
     """The part of the query the question is in, and what it asks for. A message is read from its
     end, the last sentence first, then the last two, ... within MAX_QUESTION_CHARS and
     MAX_QUESTION_SENTENCES, and a message of at most MAX_QUESTION_CHARS whole at last: people
     explain first and ask last, and the story before may name relations the question does not
     ask about. A question that names nothing has its "it" read as the name written before it.
-    The part is the longest tried when none reads, or when the one that reads names nothing."""
+    The part is the longest tried when none reads, or when the one that reads names nothing.
+
+    `names`: the corpus's definition names, in lower case. An import verb the corpus defines
+    is read as its name ("what does requires call"). A message that does not read as written is
+    read again with every name of the corpus it uses written as code ("where is replace being
+    called from"); only then, since a story sentence may use a name as a word ("I'm worried it
+    triggers a DB write")."""
+    read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch))
+    if read[1] is None:
+        quoted = quote_known_names(query, names)
+        if quoted != query:
+            again = _read_parts(quoted)
+            if again[1] is not None:
+                return again
+    return read
+
+
+def _read_parts(query: str) -> tuple[str, Intent | None]:
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     if len(query) <= MAX_QUESTION_CHARS:
@@ -252,6 +290,35 @@ def read_question(query: str) -> tuple[str, Intent | None]:
             # is about a name the message wrote before it: the part to seed on is the whole window
             return (part if names_anything(part) else window), intent
     return window, None
+
+
+# A plain word, or a span already quoted as code.
+_PLAIN_WORD = re.compile(r"`[^`]*`|[A-Za-z][A-Za-z0-9]*")
+# Shorter words that a corpus defines ("id", "ok") are more often the question's own words.
+MIN_KNOWN_NAME_CHARS = 3
+
+
+def quote_known_names(
+    text: str, names: Container[str], quotable: Callable[[str], object] = lambda word: True
+) -> str:
+    """The text with the words that name a definition of the corpus (`names`, in lower case)
+    written as code, in backticks, when the text writes no name as code itself; `quotable`
+    narrows the words. The words questions are made of (function words, openers, the relation
+    words of the phrasing families and cues) stay words even when a definition has them as its
+    name."""
+    if not text or written_names(text):
+        return text
+
+    def quote(found: re.Match[str]) -> str:
+        word = found.group()
+        known = len(word) >= MIN_KNOWN_NAME_CHARS and not word.startswith("`") and word.lower() in names
+        return f"`{word}`" if known and quotable(word) and not _is_relation_word(word) else word
+
+    return _PLAIN_WORD.sub(quote, text)
+
+
+def _is_relation_word(word: str) -> bool:
+    return is_question_word(word) or _VOCABULARY.fullmatch(word) is not None
 
 
 # Code quoted in backticks with a space inside: a fragment ("`extends Foo`", "`new Foo()`"), not a
@@ -306,11 +373,13 @@ def is_code_like(word: str) -> bool:
     return bool(_CODE_LIKE.search(word.strip("_") or word))
 
 
-def classify_query(query: str, code_corpus: bool = True) -> QueryKind:
+def classify_query(query: str, code_corpus: bool = True, names: Container[str] = frozenset()) -> QueryKind:
     """The query's kind; on a corpus of documents (code_corpus False) a question is never about
     code structure ("who is a member of the council" asks about people, not class members) and a
-    lone plain word is a word, not a name."""
-    if code_corpus and detect_intent(query) is not None:
+    lone plain word is a word, not a name. `names`: the corpus's definition names, which make a
+    question about one of them structural (`quote_known_names`); the other kinds are read from
+    how the query is written."""
+    if code_corpus and detect_intent(query, names) is not None:
         return "structural"
     words = _WORD.findall(query)
     code = [w for w in words if is_code_like(w)]

@@ -223,7 +223,8 @@ def plan(
     fcfg = merge_options(cfg, values, "options.fusion")
     enabled = {leg: fcfg.leg(leg).enabled for leg in LEG_NAMES}
     weights = {leg: fcfg.leg(leg).weight for leg in LEG_NAMES}
-    kind = classify_query(request.query, code_corpus=corpus is None or not corpus.mostly_prose)
+    names = corpus.definition_names if corpus is not None else frozenset()
+    kind = classify_query(request.query, code_corpus=corpus is None or not corpus.mostly_prose, names=names)
     weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
     reason = ""
     scaled = False
@@ -243,7 +244,7 @@ def plan(
         normalize_weights({leg: weights[leg] for leg in on})
         | {leg: 0.0 for leg in LEG_NAMES if leg not in on},
         query_kind=kind,
-        query_intent=(detect_intent(request.query) or "") if kind == "structural" else "",
+        query_intent=(detect_intent(request.query, names) or "") if kind == "structural" else "",
         weights_reason=reason,
         confidence_scaled=scaled,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
@@ -189,10 +189,10 @@ class _Plan:
     asked: tuple[str, ...] = ()  # the relation the question is about: the first of its plan
 
 
-def _traversal_plan(settings: GraphSettings, query: str) -> _Plan:
+def _traversal_plan(settings: GraphSettings, query: str, names: Container[str]) -> _Plan:
     """How to walk from the seeds: the request's direction, else the question's intent."""
     allowed = list(settings.relationship_types)
-    intent: str | None = settings.direction if settings.direction != "auto" else detect_intent(query)
+    intent: str | None = settings.direction if settings.direction != "auto" else detect_intent(query, names)
     if intent is None or intent == "both":
         return _Plan("both", allowed, False, list(settings.entity_types))
     direction, wanted, seed_types = INTENT_PLANS[intent]
@@ -407,15 +407,17 @@ async def graph_search(
     params: SearchParams,
     settings: GraphSettings,
     external: GraphExternalNames,
+    names: Container[str] = frozenset(),
 ) -> GraphResult:
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
-    leg's index of the references to code outside the corpus."""
-    plan = _traversal_plan(settings, params.query)
+    leg's index of the references to code outside the corpus; `names` the corpus's definition
+    names (`CorpusProfile.definition_names`), by which the question is read."""
+    plan = _traversal_plan(settings, params.query, names)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
     terms = seed_terms(params.query)
     if directional:
         # the names of the question itself, not of the story a long message tells before it
-        question = read_question(params.query)[0] or params.query
+        question = read_question(params.query, names)[0] or params.query
         terms = seed_terms(question)
         # a name in lower case, or one that is also a question word ("Attributes invoked where")
         asked = asked_name(question)

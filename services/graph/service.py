@@ -36,6 +36,7 @@ from tribrid.config import (
     GraphTypeName,
     LimitsConfig,
 )
+from tribrid.corpus_profile import CorpusProfiles
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import (
     CypherFailed,
@@ -122,6 +123,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._named_types = sorted(set(named_entity_types))
         self._query_entities = query_entities
         self._external = ExternalNames()
+        self._profiles = CorpusProfiles(pool)
         # None: the graph is too big to hold, searches walk it in the store.
         self._snapshots: PerGraph[GraphSnapshot | None] = PerGraph(cfg.snapshot_max_graphs)
         # What a graph holds: code is searched as always; documents (chunk nodes) are also walked
@@ -203,7 +205,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         found = GraphResult([], {})
         if kinds.code or not kinds.documents:
             external = self._external.of(key, life)
-            found = await graph_search(reader, self._pool, key, params, settings, external)
+            profile = await self._profiles.get(params.corpus_id)
+            names = profile.definition_names if profile is not None else frozenset()
+            found = await graph_search(reader, self._pool, key, params, settings, external, names)
         if kinds.documents:
             walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
             documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
