@@ -25,9 +25,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.report import write_report
-from services.fusion.fuse import Fused, Ranked, rrf, weighted
+from services.fusion.fuse import Fused, Ranked, keep_leg_order, rrf, weighted
 from services.fusion.gateway import confident_weights, plan
-from tribrid.config import REPO_ROOT, load_config
+from tribrid.config import REPO_ROOT, FusionConfig, load_config
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.eval import build_sets, doc_sets, lang_sets, unseen_sets
 from tribrid.eval.metrics import Span, is_match, is_strict_match, score_query
@@ -39,7 +39,8 @@ console = Console(width=max(Console().width, 140))
 LEGS = ("vector", "sparse", "graph")
 HELD_OUT = (*unseen_sets.HELD_OUT, *lang_sets.HELD_OUT, *doc_sets.HELD_OUT)
 
-DEFAULT_RULE = "dbsf + confidence (default)"
+DEFAULT_RULE = "dbsf + confidence + lead leg (default)"
+CONFIDENCE_RULES = (DEFAULT_RULE, "dbsf + confidence")
 # item id -> (path, start, end)
 Where = dict[str, tuple[str, int, int]]
 Rule = Callable[[dict[str, list[Ranked]], dict[str, float], str], list[Fused]]
@@ -71,6 +72,17 @@ def _weighted(normalization: str) -> Rule:
     return lambda lists, weights, kind: weighted(lists, weights, normalization)  # type: ignore[arg-type]
 
 
+def _led(rule: Rule, lead_legs: Mapping[str, str]) -> Rule:
+    """The rule, then the order of the kind's lead leg kept (the gateway's `fusion.lead_legs`)."""
+
+    def fuse(lists: dict[str, list[Ranked]], weights: dict[str, float], kind: str) -> list[Fused]:
+        fused = rule(lists, weights, kind)
+        lead = lead_legs.get(kind, "")
+        return keep_leg_order(fused, lead) if lead in lists else fused
+
+    return fuse
+
+
 def _equal(rule: Rule) -> Rule:
     return lambda lists, weights, kind: rule(lists, dict.fromkeys(lists, 1.0), kind)
 
@@ -81,7 +93,10 @@ def _sharper(rule: Rule, power: float) -> Rule:
 
 
 RULES: dict[str, Rule] = {
-    "dbsf + confidence (default)": _weighted("z_score"),
+    DEFAULT_RULE: _led(
+        _weighted("z_score"), {str(kind): leg for kind, leg in FusionConfig().lead_legs.items()}
+    ),
+    "dbsf + confidence": _weighted("z_score"),
     "rrf k=60": _rrf(60),
     "rrf k=20": _rrf(20),
     "rrf k=10": _rrf(10),
@@ -171,7 +186,7 @@ def run(report_path: Path) -> dict[str, dict[str, float]]:
 
 
 def _weights(rule_name: str, q: LabQuery) -> dict[str, float]:
-    return q.confident if rule_name == DEFAULT_RULE else q.weights
+    return q.confident if rule_name in CONFIDENCE_RULES else q.weights
 
 
 def show(table: dict[str, dict[str, float]]) -> None:

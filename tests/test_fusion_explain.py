@@ -131,6 +131,18 @@ def test_the_corpus_names_make_a_question_about_a_plain_word_structural() -> Non
     assert known.weights["graph"] > unknown.weights["graph"]
 
 
+def test_a_structural_question_keeps_the_graph_legs_order_unless_weights_or_rrf_are_asked() -> None:
+    request = common_pb2.SearchRequest(corpus_id="c", query="who calls parse_args")
+    assert plan(FusionConfig(), request).lead_leg == "graph"
+    assert plan(FusionConfig(lead_legs={}), request).lead_leg == ""
+    assert plan(FusionConfig(method="rrf"), request).lead_leg == ""
+    assert plan(FusionConfig(adaptive_weights=False), request).lead_leg == ""
+    prose = common_pb2.SearchRequest(corpus_id="c", query="read the configuration from a file")
+    assert plan(FusionConfig(), prose).lead_leg == ""
+    with pytest.raises(ValueError, match="unknown legs"):
+        FusionConfig.model_validate({"lead_legs": {"structural": "grpah"}})
+
+
 def test_tie_order_is_deterministic() -> None:
     # three legs, equal weights: every item has the same multiset of ranks -> the same score
     legs = {

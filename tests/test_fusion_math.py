@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from services.fusion.fuse import Ranked, normalize_scores, normalize_weights, rrf, weighted
+from services.fusion.fuse import (
+    Fused,
+    LegContribution,
+    Ranked,
+    keep_leg_order,
+    normalize_scores,
+    normalize_weights,
+    rrf,
+    weighted,
+)
 
 
 def ranked(*ids: str) -> list[Ranked]:
@@ -89,3 +98,40 @@ def test_dbsf_keeps_the_order_of_a_far_better_leg() -> None:
     lists = {"graph": clear, "vector": others, "sparse": others}
     assert weighted(lists, weights, "z_score")[0].item_id == "c0"
     assert rrf(lists, weights, 60)[0].item_id == "c2"
+
+
+def _item(item_id: str, fused_score: float, lead_rank: int = 0, lead_score: float = 0.0) -> Fused:
+    return Fused(item_id, fused_score, 1, {"graph": LegContribution(lead_rank, lead_score, 0.0)})
+
+
+def test_keep_leg_order_keeps_the_lead_legs_order_and_places_the_rest_by_score() -> None:
+    """The graph ranks a > {b, c} (a tie) > d; the other legs lifted b above a. Kept: a first, the
+    tie b, c in fused order, and x / y (not in the graph's list) where their scores stand."""
+    fused = [
+        _item("b", 0.8, 2, 0.5),
+        _item("a", 0.7, 1, 0.9),
+        _item("x", 0.6),
+        _item("c", 0.55, 3, 0.5),
+        _item("d", 0.3, 4, 0.1),
+        _item("y", 0.2),
+    ]
+    kept = keep_leg_order(fused, "graph")
+    assert [f.item_id for f in kept] == ["a", "b", "x", "c", "d", "y"]
+    assert [f.score for f in kept] == [0.7, 0.7, 0.6, 0.55, 0.3, 0.2]  # sorted: b lowered to a's
+
+
+def test_a_far_better_leg_keeps_its_order_after_fusion() -> None:
+    """The graph's callers A > B > C; the name-matching legs rank the definition asked about (D,
+    the graph's own below its callers) first. Weighted fusion lifts D over B; the kept order
+    does not, and G, H (the graph's weak tail) stay after D."""
+    graph = [
+        Ranked(i, s) for i, s in (("A", 0.88), ("B", 0.7), ("C", 0.64), ("D", 0.5), ("G", 0.13), ("H", 0.13))
+    ]
+    sparse = [Ranked("D", 30.0), Ranked("E", 5.0), Ranked("F", 4.0), Ranked("A", 3.0)]
+    vector = [Ranked("D", 0.9), Ranked("E", 0.3), Ranked("A", 0.2), Ranked("F", 0.1)]
+    lists = {"graph": graph, "sparse": sparse, "vector": vector}
+    weights = {"graph": 0.85, "sparse": 0.1, "vector": 0.05}
+    fused = weighted(lists, weights, "z_score")
+    assert [f.item_id for f in fused][:3] == ["A", "D", "B"]
+    kept = [f.item_id for f in keep_leg_order(fused, "graph")]
+    assert kept == ["A", "B", "C", "D", "G", "H", "E", "F"]

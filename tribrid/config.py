@@ -280,6 +280,17 @@ def _known_leg_list(value: list[str]) -> list[str]:
     return value
 
 
+def _default_lead_legs() -> dict[QueryKindName, str]:
+    return {"structural": "graph"}
+
+
+def _known_lead_legs(value: dict[QueryKindName, str]) -> dict[QueryKindName, str]:
+    unknown = sorted(set(value.values()) - set(LEG_NAMES))
+    if unknown:
+        raise ValueError(f"unknown legs {unknown}; the legs are {', '.join(LEG_NAMES)}")
+    return value
+
+
 def _known_legs(value: dict[str, _V]) -> dict[str, _V]:
     unknown = sorted(set(value) - set(LEG_NAMES))
     if unknown:
@@ -441,6 +452,13 @@ class FusionConfig(_Section):
     # only: explicit weights and method=rrf are used as given. 0 turns the scaling off.
     confidence_kinds: list[QueryKindName] = Field(default_factory=_default_confidence_kinds)
     confidence_power: float = Field(2.0, ge=0.0, le=8.0)
+    # Kinds whose answers one leg reads: its order of its own answers is kept, and the other legs
+    # only break its ties and place what it lacks (fuse.keep_leg_order). The graph leg reads a
+    # structural question's relation; the others match the name's words and rank the definition
+    # asked about first, above its callers. Score fusion with the kind's profile only; {} = off.
+    lead_legs: Annotated[dict[QueryKindName, str], AfterValidator(_known_lead_legs)] = Field(
+        default_factory=_default_lead_legs
+    )
     # Legs that answer from code structure (the code graph's entities): on a corpus that is mostly
     # prose their profile weight shrinks with the share of code chunks, to 0 for documents alone.
     code_legs: Annotated[list[str], AfterValidator(_known_leg_list)] = Field(

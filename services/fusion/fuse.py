@@ -117,6 +117,38 @@ def weighted(
     return _order(fused)
 
 
+def keep_leg_order(fused: Sequence[Fused], leg: str) -> list[Fused]:
+    """The fused list with `leg`'s items in that leg's order: the other legs break its ties
+    (equal scores, in fused order) and place the items it lacks where their fused scores stand
+    among its items. A leg item's score is lowered to that of the leg item before it when it was
+    higher, so the list stays sorted by score (the contributions keep what each leg gave)."""
+    position = {item.item_id: i for i, item in enumerate(fused)}
+
+    def in_leg(item: Fused) -> bool:
+        found = item.contributions.get(leg)
+        return found is not None and found.rank > 0
+
+    led = sorted(
+        (item for item in fused if in_leg(item)),
+        key=lambda item: (-round(item.contributions[leg].raw_score, 12), position[item.item_id]),
+    )
+    ceiling = math.inf
+    for item in led:
+        ceiling = min(ceiling, item.score)
+        item.score = ceiling
+    others = [item for item in fused if not in_leg(item)]
+    merged: list[Fused] = []
+    i = j = 0
+    while i < len(led) or j < len(others):
+        if j == len(others) or (i < len(led) and led[i].score >= others[j].score):
+            merged.append(led[i])
+            i += 1
+        else:
+            merged.append(others[j])
+            j += 1
+    return merged
+
+
 def confidence(scores: Sequence[float]) -> float:
     """How far a list's best score stands above the list: its z-score, 0 when below the mean or
     when there are fewer than 3 scores or all are equal (no list to stand out of)."""

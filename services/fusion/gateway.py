@@ -29,6 +29,7 @@ from services.fusion.fuse import (
     Ranked,
     cap_per_file,
     confidence,
+    keep_leg_order,
     normalize_weights,
     rrf,
     weighted,
@@ -209,6 +210,8 @@ class FusionPlan:
     weights_reason: str = ""
     # The kind's profile weights are scaled by each leg's confidence once the legs answer.
     confidence_scaled: bool = False
+    # The leg whose order of its answers the fused list keeps ("": none); see fuse.keep_leg_order.
+    lead_leg: str = ""
 
 
 def plan(
@@ -228,6 +231,7 @@ def plan(
     weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
     reason = ""
     scaled = False
+    lead = ""
     if fcfg.adaptive_weights and not weights_set:
         profile = fcfg.query_kind_weights.get(kind)
         if profile is not None:
@@ -235,6 +239,7 @@ def plan(
             if corpus is not None:
                 reason = _scale_code_legs(weights, fcfg.code_legs, corpus, kind)
             scaled = kind in fcfg.confidence_kinds and fcfg.method != "rrf" and fcfg.confidence_power > 0
+            lead = fcfg.lead_legs.get(kind, "") if fcfg.method != "rrf" else ""
     on = [leg for leg in LEG_NAMES if enabled[leg]]
     if sum(weights[leg] for leg in on) <= 0:
         raise invalid(f"options.fusion.legs: the enabled legs' weights ({', '.join(on)}) sum to 0")
@@ -247,6 +252,7 @@ def plan(
         query_intent=(detect_intent(request.query, names) or "") if kind == "structural" else "",
         weights_reason=reason,
         confidence_scaled=scaled,
+        lead_leg=lead if enabled.get(lead, False) else "",
     )
 
 
@@ -394,6 +400,13 @@ class Gateway:
             fusion_plan, {leg: [m.score for m in o.matches] for leg, o in answered.items()}
         )
         fused = self._fuse(fusion_plan.cfg, weights, answered, technique_lists)
+        if fusion_plan.lead_leg in answered:
+            fused = keep_leg_order(fused, fusion_plan.lead_leg)
+            weights_reason = "; ".join(
+                r
+                for r in (weights_reason, f"the {fusion_plan.lead_leg} leg's order of its answers kept")
+                if r
+            )
         fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
         if fusion_plan.query_intent in DEFINITION_INTENTS:
             fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
