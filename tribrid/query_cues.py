@@ -213,7 +213,14 @@ def _unwritten_name(words: list[str]) -> int | None:
 
 
 def _is_question(query: str, words: list[str]) -> bool:
-    return "?" in query or words[0].lower() in _OPENERS or len(words) <= _TERSE_WORDS
+    return asks(query, words) or len(words) <= _TERSE_WORDS
+
+
+def asks(query: str, words: list[str] | None = None) -> bool:
+    """The text is a question or a request: a question mark, or a question or request word
+    first. Unlike a few words typed in a search box, prose never is ("Render a parent block")."""
+    words = _words(query) if words is None else words
+    return "?" in query or (bool(words) and words[0].lower() in _OPENERS)
 
 
 def _next(lowered: list[str], i: int) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tribrid.query_cues import (
+    asks,
     is_question_word,
     names_anything,
     read_relation,
@@ -263,9 +264,10 @@ def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str,
     is read as its name ("what does requires call"). A message that does not read as written is
     read again with every name of the corpus it uses written as code ("where is replace being
     called from"); only then, since a story sentence may use a name as a word ("I'm worried it
-    triggers a DB write")."""
+    triggers a DB write"), and only a question or a request (`query_cues.asks`): in a docstring's
+    few words ("Render a parent block") the corpus's `block` is a word."""
     read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch))
-    if read[1] is None:
+    if read[1] is None and asks(query):
         quoted = quote_known_names(query, names)
         if quoted != query:
             again = _read_parts(quoted)
