@@ -1,5 +1,6 @@
 """What kind of question a query is: read by the graph leg (which way to walk) and the gateway
-(how much to trust each leg). Plain functions over the query text, no store, no model.
+(how much to trust each leg). Plain functions over the query text (and the corpus's definition
+names when the caller has them), no store, no model.
 
 - structural: asks about code structure ("who calls X", "subclasses of Y", "methods of Z");
 - identifier: names code and little else ("parse_args", "HTTPStatusError", "Context.invoke");
