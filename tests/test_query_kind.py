@@ -385,6 +385,9 @@ def test_a_question_read_as_written_keeps_its_reading_with_the_corpus_names(quer
         # a docstring's few words are no question: jinja2's `block` and `context` are words here
         "Render a parent block",
         "Internal helper for context creation",
+        # several names of the corpus in one question: which one it asks about would be a guess
+        "Can you explain why render is slow when I add many children to a block?",
+        "How do I write cookies from a child handler?",
         "Write the replacement to the file",
         "how to replace a string in the cookies header",
         "parse command line options",

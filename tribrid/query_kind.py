@@ -265,12 +265,14 @@ def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str,
     is read as its name ("what does requires call"). A message that does not read as written is
     read again with every name of the corpus it uses written as code ("where is replace being
     called from"); only then, since a story sentence may use a name as a word ("I'm worried it
-    triggers a DB write"), and only a question or a request (`query_cues.asks`): in a docstring's
-    few words ("Render a parent block") the corpus's `block` is a word."""
+    triggers a DB write"), only a question or a request (`query_cues.asks`: in a docstring's few
+    words, "Render a parent block", the corpus's `block` is a word), and only when one name is
+    used: with several ("why is the matrix update slow when I add children to a group") which
+    one is asked about would be a guess."""
     read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch))
     if read[1] is None and asks(query):
         quoted = quote_known_names(query, names)
-        if quoted != query:
+        if len({name.lower() for name in _QUOTED.findall(quoted)}) == 1:
             again = _read_parts(quoted)
             if again[1] is not None:
                 return again
