@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_8 are tables of wordings written (sessions 8 to 12) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_9 are tables of wordings written (sessions 8 to 14) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first seven were each measured once while held out (rounds 2-8 of
-evals/README.md), then tuned on; the eighth is the held-out wording now
-(`unseen-starlette-reworded-8`, and lang_sets.REWORDED_SETS).
+changed after it. The first eight were each measured once while held out (rounds 2-9 of
+evals/README.md), then tuned on; the ninth is the held-out wording now (round 10:
+`unseen-starlette-reworded-9`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-6": "starlette",
     "unseen-starlette-reworded-7": "starlette",
     "unseen-starlette-reworded-8": "starlette",
+    "unseen-starlette-reworded-9": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -69,7 +70,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-8", "unseen-docstring-2", "unseen-docstring-4")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-9", "unseen-docstring-2", "unseen-docstring-4")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -622,6 +623,60 @@ REWORDED_PHRASINGS_8: dict[str, tuple[tuple[str, str], ...]] = {
         ("passive-voice", "By which classes is {x} extended or implemented, directly or transitively?"),
     ),
 }
+# written (session 14) by a helper that had never seen the reader, the sets or /work, committed
+# before it was measured on: round 10, held out
+REWORDED_PHRASINGS_9: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("search-box-fragment", "{x} call sites"),
+        (
+            "chatty-refactor-context",
+            "I'm about to change the signature of {x} and I'm nervous about breaking stuff. Can you "
+            "show me every function or method that invokes it?",
+        ),
+        ("non-native-typo", "where is {x} being call from? i need list of the functions that are using it"),
+        ("ide-incoming-calls", "Call Hierarchy > Incoming Calls for `{x}`"),
+        ("go-tooling-callers", "gopls-style callers: which funcs reach `{x}` directly?"),
+        ("passive-voice", "By which methods is ({x}) invoked or instantiated?"),
+        (
+            "bug-hunt-mid-sentence",
+            'the crash only happens with a null arg, so which functions end up hitting "{x}" in the '
+            "first place? need the upstream callers",
+        ),
+        ("fan-in-metric", "fan-in of {x}: list the callers"),
+    ),
+    "callees": (
+        ("search-box-fragment", "functions called by {x}"),
+        ("ide-outgoing-calls", "Show Call Hierarchy -> Outgoing Calls for `{x}`"),
+        (
+            "chatty-onboarding",
+            "New to this codebase. Before I step through `{x}` in the debugger I'd like a quick map of "
+            "what it calls internally. Which functions/methods does it invoke?",
+        ),
+        ("non-native-grammar", "what function does {x} is calling inside of it body?"),
+        ("fan-out-metric", "fan-out of {x} (direct callees)"),
+        ("rust-dependency-phrasing", "which fns does `{x}` call into from its body? i.e. its callees"),
+        ("imperative-list", "List everything {x} dispatches to: helpers, methods, constructors it calls."),
+        (
+            "pronoun-after-context",
+            'Perf regression in "{x}". Which downstream routines does it reach out to when it runs? I '
+            "want its callees, not its callers.",
+        ),
+    ),
+    "subclasses": (
+        ("search-box-fragment", "{x} subtypes"),
+        ("java-implementers", "what implements / extends {x}? (all impls, incl. indirect)"),
+        ("csharp-derived-types", "Show derived types of {x}, transitively, not just direct children."),
+        ("non-native-grammar", "which class are inherit from {x}? also the one which inherit indirectly pls"),
+        (
+            "python-base-class-chat",
+            "I'm changing a method on the base class `{x}` and want to know what will be affected. "
+            "Which classes descend from it anywhere down the hierarchy?",
+        ),
+        ("rust-trait-impls", "which types impl the `{x}` trait?"),
+        ("uncommon-verb-specialise", "Which classes specialise ({x}), directly or further down the tree?"),
+        ("typescript-heritage", "TS: find every class whose extends/implements chain leads back to '{x}'"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -632,6 +687,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-6": REWORDED_PHRASINGS_6,
     "unseen-starlette-reworded-7": REWORDED_PHRASINGS_7,
     "unseen-starlette-reworded-8": REWORDED_PHRASINGS_8,
+    "unseen-starlette-reworded-9": REWORDED_PHRASINGS_9,
 }
 
 
