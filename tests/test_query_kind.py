@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_kind import classify_query, detect_intent, is_code_like, quote_known_names, read_question
+from tribrid.query_kind import (
+    classify_query,
+    detect_intent,
+    is_code_like,
+    quote_known_names,
+    read_query,
+    read_question,
+)
 
 
 @pytest.mark.parametrize(
@@ -405,3 +412,25 @@ def test_only_corpus_names_that_are_no_question_words_are_quoted_and_only_when_n
     assert quote_known_names("who calls Foo.bar and replace", CORPUS_NAMES) == "who calls Foo.bar and replace"
     assert quote_known_names("who calls `replace`", CORPUS_NAMES) == "who calls `replace`"
     assert quote_known_names("who calls replace", frozenset()) == "who calls replace"
+
+
+@pytest.mark.parametrize(
+    ("query", "code_corpus", "names", "expected"),
+    [
+        ("who calls parse_args", True, frozenset(), ("structural", "callers")),
+        (
+            "Which helper functions does requires delegate to?",
+            True,
+            frozenset({"requires"}),
+            ("structural", "callees"),
+        ),
+        ("who calls parse_args", False, frozenset(), ("mixed", None)),
+        ("parse_args", True, frozenset(), ("identifier", None)),
+        ("Return a cache bucket for the given template", True, frozenset({"bucket"}), ("natural", None)),
+    ],
+)
+def test_a_query_is_read_once_for_its_kind_and_intent(
+    query: str, code_corpus: bool, names: frozenset[str], expected: tuple[str, str | None]
+) -> None:
+    assert read_query(query, code_corpus, names) == expected
+    assert classify_query(query, code_corpus, names) == expected[0]

@@ -379,13 +379,27 @@ def is_code_like(word: str) -> bool:
 
 
 def classify_query(query: str, code_corpus: bool = True, names: Container[str] = frozenset()) -> QueryKind:
-    """The query's kind; on a corpus of documents (code_corpus False) a question is never about
-    code structure ("who is a member of the council" asks about people, not class members) and a
-    lone plain word is a word, not a name. `names`: the corpus's definition names, which make a
-    question about one of them structural (`quote_known_names`); the other kinds are read from
-    how the query is written."""
-    if code_corpus and detect_intent(query, names) is not None:
-        return "structural"
+    """The query's kind; see `read_query`."""
+    return read_query(query, code_corpus, names)[0]
+
+
+def read_query(
+    query: str, code_corpus: bool = True, names: Container[str] = frozenset()
+) -> tuple[QueryKind, Intent | None]:
+    """The query's kind, and what it asks for when it is structural (the question read once).
+    On a corpus of documents (code_corpus False) a question is never about code structure ("who
+    is a member of the council" asks about people, not class members) and a lone plain word is a
+    word, not a name. `names`: the corpus's definition names, which make a question about one of
+    them structural (`quote_known_names`); the other kinds are read from how the query is
+    written."""
+    intent = detect_intent(query, names) if code_corpus else None
+    if intent is not None:
+        return "structural", intent
+    return _unstructured_kind(query, code_corpus), None
+
+
+def _unstructured_kind(query: str, code_corpus: bool) -> QueryKind:
+    """A query that asks no relation: identifier, mixed or natural by how it is written."""
     words = _WORD.findall(query)
     code = [w for w in words if is_code_like(w)]
     if not words:

@@ -41,7 +41,7 @@ from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
 from tribrid.options import RequestError, invalid, merge_options, option_values
-from tribrid.query_kind import classify_query, detect_intent
+from tribrid.query_kind import read_query
 from tribrid.search_common import fill_content, validate_search
 from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, legs_pb2
 
@@ -227,7 +227,9 @@ def plan(
     enabled = {leg: fcfg.leg(leg).enabled for leg in LEG_NAMES}
     weights = {leg: fcfg.leg(leg).weight for leg in LEG_NAMES}
     names = corpus.definition_names if corpus is not None else frozenset()
-    kind = classify_query(request.query, code_corpus=corpus is None or not corpus.mostly_prose, names=names)
+    kind, intent = read_query(
+        request.query, code_corpus=corpus is None or not corpus.mostly_prose, names=names
+    )
     weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
     reason = ""
     scaled = False
@@ -249,7 +251,7 @@ def plan(
         normalize_weights({leg: weights[leg] for leg in on})
         | {leg: 0.0 for leg in LEG_NAMES if leg not in on},
         query_kind=kind,
-        query_intent=(detect_intent(request.query, names) or "") if kind == "structural" else "",
+        query_intent=intent or "",
         weights_reason=reason,
         confidence_scaled=scaled,
         lead_leg=lead if enabled.get(lead, False) else "",

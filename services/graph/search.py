@@ -32,7 +32,7 @@ from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
 from tribrid.query_cues import asked_name
-from tribrid.query_kind import detect_intent, is_code_like, read_question
+from tribrid.query_kind import is_code_like, read_question
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
@@ -189,10 +189,11 @@ class _Plan:
     asked: tuple[str, ...] = ()  # the relation the question is about: the first of its plan
 
 
-def _traversal_plan(settings: GraphSettings, query: str, names: Container[str]) -> _Plan:
-    """How to walk from the seeds: the request's direction, else the question's intent."""
+def _traversal_plan(settings: GraphSettings, read_intent: str | None) -> _Plan:
+    """How to walk from the seeds: the request's direction, else the question's intent
+    (`read_intent`, from `read_question`)."""
     allowed = list(settings.relationship_types)
-    intent: str | None = settings.direction if settings.direction != "auto" else detect_intent(query, names)
+    intent: str | None = settings.direction if settings.direction != "auto" else read_intent
     if intent is None or intent == "both":
         return _Plan("both", allowed, False, list(settings.entity_types))
     direction, wanted, seed_types = INTENT_PLANS[intent]
@@ -412,12 +413,13 @@ async def graph_search(
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
     leg's index of the references to code outside the corpus; `names` the corpus's definition
     names (`CorpusProfile.definition_names`), by which the question is read."""
-    plan = _traversal_plan(settings, params.query, names)
+    question, read_intent = read_question(params.query, names)
+    plan = _traversal_plan(settings, read_intent)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
     terms = seed_terms(params.query)
     if directional:
         # the names of the question itself, not of the story a long message tells before it
-        question = read_question(params.query, names)[0] or params.query
+        question = question or params.query
         terms = seed_terms(question)
         # a name in lower case, or one that is also a question word ("Attributes invoked where")
         asked = asked_name(question)

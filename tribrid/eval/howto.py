@@ -25,7 +25,7 @@ from rich.table import Table
 
 from tribrid.config import REPO_ROOT, load_config
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
-from tribrid.query_kind import classify_query, detect_intent
+from tribrid.query_kind import read_query
 from tribrid.stores.postgres import create_pool
 
 QUESTIONS = REPO_ROOT / "evals" / "howto" / "questions.jsonl"
@@ -53,13 +53,13 @@ def read_all(rows: list[dict[str, str]], profiles: dict[str, CorpusProfile | Non
         names = profile.definition_names
         entry = out.setdefault(corpus, {"questions": 0, "with_names": 0, "without_names": 0, "misread": []})
         entry["questions"] += 1
-        with_names = classify_query(query, True, names) == "structural"
-        without = classify_query(query, True, frozenset()) == "structural"
-        entry["with_names"] += with_names
-        entry["without_names"] += without
-        if with_names or without:
-            intent = detect_intent(query, names) or detect_intent(query, frozenset())
-            entry["misread"].append({"query": query, "intent": intent, "with_names": with_names})
+        intent_with = read_query(query, True, names)[1]
+        intent_without = read_query(query, True, frozenset())[1]
+        entry["with_names"] += intent_with is not None
+        entry["without_names"] += intent_without is not None
+        if intent_with or intent_without:
+            intent = intent_with or intent_without
+            entry["misread"].append({"query": query, "intent": intent, "with_names": intent_with is not None})
     return out
 
 
