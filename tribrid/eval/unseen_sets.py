@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_9 are tables of wordings written (sessions 8 to 14) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_10 are tables of wordings written (sessions 8 to 15) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first eight were each measured once while held out (rounds 2-9 of
-evals/README.md), then tuned on; the ninth is the held-out wording now (round 10:
-`unseen-starlette-reworded-9`, and lang_sets.REWORDED_SETS).
+changed after it. The first nine were each measured once while held out (rounds 2-10 of
+evals/README.md), then tuned on; the tenth is the held-out wording now (round 11:
+`unseen-starlette-reworded-10`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-7": "starlette",
     "unseen-starlette-reworded-8": "starlette",
     "unseen-starlette-reworded-9": "starlette",
+    "unseen-starlette-reworded-10": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -70,7 +71,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-9", "unseen-docstring-2", "unseen-docstring-4")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-10", "unseen-docstring-2", "unseen-docstring-4")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -624,7 +625,7 @@ REWORDED_PHRASINGS_8: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 # written (session 14) by a helper that had never seen the reader, the sets or /work, committed
-# before it was measured on: round 10, held out
+# before it was measured on: round 10, measured once held out, then tuned on (session 15)
 REWORDED_PHRASINGS_9: dict[str, tuple[tuple[str, str], ...]] = {
     "callers": (
         ("search-box-fragment", "{x} call sites"),
@@ -677,6 +678,94 @@ REWORDED_PHRASINGS_9: dict[str, tuple[tuple[str, str], ...]] = {
         ("typescript-heritage", "TS: find every class whose extends/implements chain leads back to '{x}'"),
     ),
 }
+# written (session 15) by a helper that had never seen the reader, the sets or /work, committed
+# before it was measured on: round 11, held out
+REWORDED_PHRASINGS_10: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("terse-fragment", "callers of {x}"),
+        ("stack-overflow-title", "How do I find every place where `{x}` is called from?"),
+        (
+            "non-native-english",
+            "which function are using {x}? i need know who invoke it before i delete",
+        ),
+        ("ide-menu-path", "View Call Hierarchy > Calls To '{x}'"),
+        (
+            "code-review-comment",
+            "nit: if we change the signature of `{x}`, which call sites break? pls list them",
+        ),
+        (
+            "slack-message",
+            'anyone know what actually hits "{x}"? trying to map the entry points into it',
+        ),
+        ("jira-ticket", "TASK: Audit all upstream invokers of ({x}) prior to deprecation"),
+        (
+            "long-chatty-with-context",
+            (
+                "I'm about to rename {x} in our billing service and I'm a bit nervous. "
+                "Could you list every function or method that depends on it, either by "
+                "running it or constructing it, so I know what to update?"
+            ),
+        ),
+    ),
+    "callees": (
+        ("terse-fragment", "{x} callees"),
+        (
+            "passive-stack-overflow-title",
+            "Get list of functions called by `{x}` (not the ones that use it)",
+        ),
+        (
+            "non-native-english",
+            "what are the function that {x} is calling inside of its body?",
+        ),
+        ("ide-menu-path", "Call Hierarchy > Outgoing Calls > {x}"),
+        (
+            "code-review-comment",
+            (
+                "This `{x}` looks way too big - what does it delegate to? "
+                "Let's see its downstream dependencies before splitting it."
+            ),
+        ),
+        ("go-jargon", "what funcs does {x} fan out to? not interested in who uses it"),
+        ("cli-like", "calltree '{x}' --direction=out --depth=1"),
+        (
+            "long-chatty-with-context",
+            (
+                "I'm writing a unit test and want to mock everything {x} touches. Can you "
+                "tell me which methods and constructors it invokes internally, so I know "
+                "what to stub out?"
+            ),
+        ),
+    ),
+    "subclasses": (
+        ("terse-fragment", "subclasses of {x}"),
+        (
+            "stack-overflow-title",
+            "How to find all classes that extend `{x}`, including indirect ones?",
+        ),
+        (
+            "non-native-english",
+            "which class are inherit from {x}? also the child of child please",
+        ),
+        ("ide-menu-path", "Navigate > Type Hierarchy > Subtypes of {x}"),
+        ("java-jargon", "list all implementors of interface {x} (concrete impls too)"),
+        ("rust-jargon", "what types impl the {x} trait?"),
+        (
+            "code-review-comment",
+            (
+                'If we add an abstract method to "{x}", every descendant class will '
+                "break - can we enumerate them first?"
+            ),
+        ),
+        (
+            "long-chatty-with-context",
+            (
+                "We're changing the constructor of the base class {x} in our game engine. "
+                "Could you show me the full inheritance tree beneath it, i.e. every class "
+                "that derives from it directly or transitively?"
+            ),
+        ),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -688,6 +777,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-7": REWORDED_PHRASINGS_7,
     "unseen-starlette-reworded-8": REWORDED_PHRASINGS_8,
     "unseen-starlette-reworded-9": REWORDED_PHRASINGS_9,
+    "unseen-starlette-reworded-10": REWORDED_PHRASINGS_10,
 }
 
 
