@@ -277,6 +277,33 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ),
     ("members", "label", ["methods: Session"]),
     ("bases", "label", ["base classes: Client"]),
+    (
+        "callees",
+        "menu path",
+        ["Call Hierarchy > Outgoing Calls > flush", "Show Call Hierarchy -> Outgoing Calls for `flush`"],
+    ),
+    (
+        "callers",
+        "menu path",
+        ["Call Hierarchy > Incoming Calls > parse_args", "View Call Hierarchy \u00bb Calls To 'parse_args'"],
+    ),
+    ("subclasses", "impl", ["which structs impl the Reader trait?", "list the impls of Widget"]),
+    (
+        "callees",
+        "a denied clause after the question",
+        [
+            "what does flush_buffers fan out to? not interested in who uses it",
+            "list the callees of flush, not the code that calls it",
+        ],
+    ),
+    ("callers", "a denied clause after the question", ["who calls flush (not the tests)"]),
+    ("callers", "a hedge is no denial", ["Not sure who calls flush, can you check?"]),
+    ("callers", "relative clause, depends on", ["show every method that depends on parse_args"]),
+    (
+        "callees",
+        "a preposition with no object after it",
+        ["`flush` is huge - what does it delegate to? splitting it next"],
+    ),
 ]
 
 

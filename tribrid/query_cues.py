@@ -68,6 +68,7 @@ _SENTENCES = re.compile(r"(?<=[.?!])(?<!\bi\.e\.)(?<!\be\.g\.)\s+")  # "i.e." en
 _TOWARD = frozenset(("to", "into", "on"))  # "a call to X", "calls into X"
 _AGENT = frozenset(("by", "from", "inside", "within", "in"))  # "called by X", "invoked from within X"
 _RELATIVE = frozenset(("that", "which", "who"))
+_ARTICLES = frozenset(("the", "a", "an"))
 _HAVE = frozenset(("has", "have", "having"))
 # How English opens a question or a request: interrogatives, auxiliaries, request verbs, the asker.
 _OPENERS = frozenset(
@@ -234,6 +235,15 @@ def _subject(lowered: list[str], mentions: set[int], verb_at: int) -> bool:
     return bool(before) and not _RELATIVE & set(lowered[max(before) + 1 : verb_at])
 
 
+def _object_of(lowered: list[str], mentions: set[int], preposition_at: int) -> bool:
+    """The name is the preposition's object: right after it, or after an article ("a call to
+    the X"); "what does it delegate to? [...] splitting it" has no object after "to"."""
+    at = preposition_at + 1
+    if at < len(lowered) and lowered[at] in _ARTICLES:
+        at += 1
+    return at in mentions
+
+
 def _inheritance(lowered: list[str], mentions: set[int]) -> Relation | None:
     seen = False
     for i, word in enumerate(lowered):
@@ -264,7 +274,9 @@ def _calls(lowered: list[str], mentions: set[int]) -> Relation | None:
         if not word.startswith(_CALL_VERBS) and word not in _REACH_VERBS:
             continue
         after = any(m > i for m in mentions)
-        if word.startswith("instantiat") or (after and _next(lowered, i) in _TOWARD):
+        if word.startswith("instantiat") or (
+            _next(lowered, i) in _TOWARD and _object_of(lowered, mentions, i + 1)
+        ):
             return "callers"  # "instantiate X", "a call to X", "calls into X"
         passive = word.endswith("ed")
         if passive and after and _next(lowered, i) in _AGENT:

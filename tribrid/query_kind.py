@@ -79,7 +79,7 @@ WORDS: dict[str, str] = {
     "members": r"(?:methods?|members?|attributes?|fields?|properties|operations)",
     "subclasses": (
         r"(?:subclass(?:es)?|sub-?types?|child(?:ren)?(?:\s+class(?:es)?)?|derived\s+class(?:es)?"
-        r"|descendants?|implementations?|implementers?)"
+        r"|descendants?|implementations?|implementers?|impls)"
     ),
     "bases": (
         r"(?:base\s*class(?:es)?|superclass(?:es)?|super-?types?|parent(?:\s+class(?:es)?|s)?"
@@ -87,7 +87,7 @@ WORDS: dict[str, str] = {
     ),
     "inherit": (
         r"(?:inherit(?:s|ing)?|extend(?:s|ing)?|deriv(?:e|es|ing)|subclass(?:es|ing)?"
-        r"|implement(?:s|ing)?|specializ(?:e|es|ing)|satisf(?:y|ies|ying))"
+        r"|implement(?:s|ing)?|impls?|specializ(?:e|es|ing)|satisf(?:y|ies|ying))"
     ),
     "inherited": r"(?:derived|inherited|extended|subclassed|based|built)",
     "import": r"(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing))",
@@ -181,7 +181,7 @@ FAMILIES: tuple[Family, ...] = (
         "callees",
         (
             r"\b(?:what|which)(?:\s+\w+)?\s+(?:does|do|did)\s+{name}\s+(?:{call}|depend\s+on|rely\s+on|need)\b",
-            r"\b{callees}\s+(?:of|from|in|by)\b",
+            r"\b{callees}\s+(?:of|for|from|in|by)\b",
             r"\b{name}{s}\s+{callees}\b",
             r"\b(?:{things}|what|which\s+\w+)\s+(?:that\s+|which\s+)?(?:gets?\s+|is\s+|are\s+)?(?:called|used|invoked)"
             r"\s+(?:by|from|in|inside|within|when)\b",
@@ -205,7 +205,7 @@ FAMILIES: tuple[Family, ...] = (
             r"\bwhere\s+(?:is|are|was|were|does|do)\s+{name}\s+(?:get\s+|being\s+)?(?:called|used|invoked|referenced|{call})\b",
             r"\b(?:is|are)\s+{name}\s+(?:ever\s+)?(?:called|used|invoked|referenced)\b",
             r"\b{name}\s+(?:is|are|gets|get)\s+(?:called|used|invoked|referenced)\s+(?:by|from|in|where)\b",
-            r"\b{who}\s+(?:depends?|rel(?:y|ies))\s+on\b",
+            r"\b(?:{who}|{code}\s+(?:that|which))\s+(?:depends?|rel(?:y|ies))\s+on\b",
             r"^\s*{name}\s+{callers}\s*\??\s*$",
             r"\b{find}\s+{the}(?:{callers}|{code}\s+(?:that|which)\s+{call})\b",
             r"\b{find}\s+(?:where|who)\s+{name}\s+is\s+(?:called|used|invoked)\b",
@@ -269,6 +269,7 @@ def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str,
     words, "Render a parent block", the corpus's `block` is a word), and only when one name is
     used: with several ("why is the matrix update slow when I add children to a group") which
     one is asked about would be a guess."""
+    query = _BREADCRUMB.sub(": ", query)
     read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch))
     if read[1] is None and asks(query):
         quoted = quote_known_names(query, names)
@@ -277,6 +278,10 @@ def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str,
             if again[1] is not None:
                 return again
     return read
+
+
+# A menu path ("Call Hierarchy > Outgoing Calls > X") is read as labels: each step like "label:".
+_BREADCRUMB = re.compile(r"\s+(?:-+>|=>|>|\u2192|\u00bb)\s+")
 
 
 def _read_parts(query: str) -> tuple[str, Intent | None]:
@@ -353,7 +358,7 @@ def _read_misspelled(text: str) -> Intent | None:
     (`tribrid.query_spelling`): that is better evidence than relation cues in the typed text,
     which misread a typo ("functions calld from inside X"); else the cue reading
     (`tribrid.query_cues`)."""
-    text = _unquote_fragments(text)
+    text = _drop_denials(_unquote_fragments(text))
     intent = _family_reading(text)
     if intent is not None:
         return intent
@@ -363,6 +368,19 @@ def _read_misspelled(text: str) -> Intent | None:
         if intent is not None:
             return intent
     return read_relation(text) or (read_relation(corrected) if corrected != text else None)
+
+
+# A clause that opens with "not" says what is not asked ("what does X fan out to? not interested
+# in who uses it", "its callees, not its callers"): it runs to the clause's end. "Not sure who
+# calls X" is a hedge before the question, not a denial.
+_DENIAL = re.compile(
+    r"(?:^|(?<=[,(;:.?!\u2013\u2014-]))\s*(?:but\s+)?not\b(?!\s+(?:sure|certain|clear)\b)[^,.?!;)]*",
+    re.IGNORECASE,
+)
+
+
+def _drop_denials(text: str) -> str:
+    return _DENIAL.sub(" ", text)
 
 
 # Where a sentence or a clause ends: its mark and the space after it.
