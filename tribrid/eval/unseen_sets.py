@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_10 are tables of wordings written (sessions 8 to 15) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_11 are tables of wordings written (sessions 8 to 15) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first nine were each measured once while held out (rounds 2-10 of
-evals/README.md), then tuned on; the tenth is the held-out wording now (round 11:
-`unseen-starlette-reworded-10`, and lang_sets.REWORDED_SETS).
+changed after it. The first ten were each measured once while held out (rounds 2-11 of
+evals/README.md), then tuned on; the eleventh is the held-out wording now (round 12:
+`unseen-starlette-reworded-11`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-8": "starlette",
     "unseen-starlette-reworded-9": "starlette",
     "unseen-starlette-reworded-10": "starlette",
+    "unseen-starlette-reworded-11": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -71,7 +72,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-10", "unseen-docstring-2", "unseen-docstring-4")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-11", "unseen-docstring-2", "unseen-docstring-4")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -679,7 +680,7 @@ REWORDED_PHRASINGS_9: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 # written (session 15) by a helper that had never seen the reader, the sets or /work, committed
-# before it was measured on: round 11, held out
+# before it was measured on: round 11, measured once held out, then tuned on (session 15)
 REWORDED_PHRASINGS_10: dict[str, tuple[tuple[str, str], ...]] = {
     "callers": (
         ("terse-fragment", "callers of {x}"),
@@ -766,6 +767,125 @@ REWORDED_PHRASINGS_10: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
 }
+# written (session 15) by another helper that had never seen the reader, the sets or /work,
+# committed before it was measured on: round 12, held out
+REWORDED_PHRASINGS_11: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("terse-senior", "callers of {x}?"),
+        (
+            "sre-incident",
+            (
+                "prod is on fire, stack trace ends in {x}() -- what code paths invoke it?? "
+                "need the blast radius asap"
+            ),
+        ),
+        (
+            "data-scientist",
+            (
+                "I changed the arguments of `{x}` in my notebook utils. Which other functions "
+                "use it, so I don't break them?"
+            ),
+        ),
+        (
+            "voice-dictation",
+            (
+                "hey can you show me everywhere in the code that {x} gets called from like "
+                "all the places upstream of it"
+            ),
+        ),
+        (
+            "ticket-template",
+            (
+                "Task: impact analysis\nSymbol: {x}\n"
+                "Question: enumerate every function or method that references this symbol."
+            ),
+        ),
+        ("lowercase-abbrev", ("pls which fns end up triggering {x}? need the upstream ones not downstream")),
+        (
+            "chinese-speaker",
+            ('Which places in code are using "{x}"? I want delete it but afraid something will break.'),
+        ),
+        (
+            "name-first-followup",
+            ("'{x}' -- got it. and its incoming edges, i.e. which methods instantiate or invoke it?"),
+        ),
+    ),
+    "callees": (
+        ("terse-senior", "callees of {x}"),
+        (
+            "sre-incident",
+            (
+                "{x}() is hanging in prod. what does it call downstream? need to know "
+                "which deps it hits (db? http?)"
+            ),
+        ),
+        (
+            "data-scientist",
+            (
+                "When I run `{x}`, which other functions does it use under the hood? "
+                "Just trying to understand what it does."
+            ),
+        ),
+        (
+            "voice-dictation",
+            ("what other functions does {x} run inside of it like what does it go and execute step by step"),
+        ),
+        (
+            "portuguese-speaker",
+            (
+                "Hi, I would like to know which methods are invoked by '{x}' inside his "
+                "body. Is for documentation."
+            ),
+        ),
+        (
+            "ticket-template",
+            (
+                "Summary: dependency review\nTarget: {x}\n"
+                "Request: list the functions this one delegates to (direct dependencies "
+                "of its body only)."
+            ),
+        ),
+        ("lowercase-abbrev", "fn {x} - what does it fan out to? list the downstream fns pls"),
+        (
+            "name-first-followup",
+            ('"{x}" -- and going the other direction now: what does that one invoke itself?'),
+        ),
+    ),
+    "subclasses": (
+        ("terse-senior", "subclasses of {x}"),
+        (
+            "student",
+            (
+                "In this project, which classes extend {x}? Our professor said to find all "
+                "of them, including indirect ones."
+            ),
+        ),
+        (
+            "product-manager",
+            (
+                "Quick question for eng: how many different kinds of {x} do we have, "
+                "i.e. which classes inherit from it?"
+            ),
+        ),
+        (
+            "voice-dictation",
+            ("which classes inherit from {x} either directly or through some other parent class in between"),
+        ),
+        (
+            "german-speaker",
+            ('Which are all the derived classes of the class "{x}", also over several levels?'),
+        ),
+        (
+            "ticket-template",
+            (
+                "Context: we are deprecating an interface.\nInterface: `{x}`\n"
+                "Ask: list every concrete implementation of it (transitive)."
+            ),
+        ),
+        ("lowercase-abbrev", "cls hierarchy under {x} pls, all child classes not just direct ones"),
+        ("name-first-followup", "'{x}' -- ok, and what descends from that one? the whole subtree"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -778,6 +898,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-8": REWORDED_PHRASINGS_8,
     "unseen-starlette-reworded-9": REWORDED_PHRASINGS_9,
     "unseen-starlette-reworded-10": REWORDED_PHRASINGS_10,
+    "unseen-starlette-reworded-11": REWORDED_PHRASINGS_11,
 }
 
 
