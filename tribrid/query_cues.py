@@ -217,6 +217,11 @@ def _is_question(query: str, words: list[str]) -> bool:
     return asks(query, words) or len(words) <= _TERSE_WORDS
 
 
+def reads_as_question(text: str) -> bool:
+    """A question, a request, or a few words typed in a search box; not prose."""
+    return _is_question(text, _words(text))
+
+
 def asks(query: str, words: list[str] | None = None) -> bool:
     """The text is a question or a request: a question mark, or a question or request word
     first. Unlike a few words typed in a search box, prose never is ("Render a parent block")."""

@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple, get_args
 
+from tribrid import query_examples
 from tribrid.query_cues import (
     asks,
     is_question_word,
     names_anything,
     read_relation,
+    reads_as_question,
     resolve_pronouns,
     written_names,
 )
@@ -271,20 +273,49 @@ def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str,
     one is asked about would be a guess."""
     query = _BREADCRUMB.sub(": ", query)
     read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch))
-    if read[1] is None and asks(query):
-        quoted = quote_known_names(query, names)
-        if len({name.lower() for name in _QUOTED.findall(quoted)}) == 1:
-            again = _read_parts(quoted)
-            if again[1] is not None:
-                return again
-    return read
+    if read.intent is not None:
+        return read
+    quoted = quote_known_names(query, names)
+    if asks(query) and len({name.lower() for name in _QUOTED.findall(quoted)}) == 1:
+        again = _read_parts(quoted)
+        if again.intent is not None:
+            return again
+    return read.part, _intent_by_examples(query, names_anything(quoted))
+
+
+def _intent_by_examples(query: str, names_something: bool) -> Intent | None:
+    """What a question or request that names something and that no rule reads asks, by its
+    nearest examples (`tribrid.query_examples`), when they are close enough and all agree. A
+    how-to or why question is not read so: its relation words are about behaviour ("How do I
+    write cookies from a child handler?")."""
+    text = query[-MAX_QUESTION_CHARS:]
+    if not names_something or not reads_as_question(text) or _HOW_TO.match(text):
+        return None
+    nearest = query_examples.nearest_reading(text)
+    if (
+        nearest.similarity < query_examples.MIN_SIMILARITY_TO_READ
+        or nearest.agreeing < query_examples.NEIGHBOURS
+    ):
+        return None
+    return _INTENTS.get(nearest.reading)
+
+
+_HOW_TO = re.compile(r"\s*(?:how|why)\b", re.IGNORECASE)
+
+
+class _Reading(NamedTuple):
+    part: str  # the part of the message read (the longest tried when none reads)
+    intent: Intent | None
+
+
+_INTENTS: dict[str, Intent] = {intent: intent for intent in get_args(Intent)}
 
 
 # A menu path ("Call Hierarchy > Outgoing Calls > X") is read as labels: each step like "label:".
 _BREADCRUMB = re.compile(r"\s+(?:-+>|=>|>|\u2192|\u00bb)\s+")
 
 
-def _read_parts(query: str) -> tuple[str, Intent | None]:
+def _read_parts(query: str) -> _Reading:
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     if len(query) <= MAX_QUESTION_CHARS:
@@ -298,8 +329,8 @@ def _read_parts(query: str) -> tuple[str, Intent | None]:
         if intent is not None:
             # a question that names nothing ("Address -- who relies on it? list every caller")
             # is about a name the message wrote before it: the part to seed on is the whole window
-            return (part if names_anything(part) else window), intent
-    return window, None
+            return _Reading(part if names_anything(part) else window, intent)
+    return _Reading(window, None)
 
 
 # A plain word, or a span already quoted as code.

@@ -27,6 +27,7 @@ from services.graph.documents import (
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
 from services.graph.search import GraphResult, GraphSettings, expand_context, graph_search
+from tribrid import query_examples
 from tribrid.config import (
     CODE_ENTITY_TYPES,
     DOCUMENT_RELATIONSHIP_TYPES,
@@ -438,6 +439,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
 
 async def build(res: Resources) -> ServiceSpec:
+    await asyncio.to_thread(query_examples.load)  # before the first question, not on it
     servicer = GraphServicer(
         res.cfg.graph,
         res.cfg.limits,

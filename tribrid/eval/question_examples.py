@@ -1,0 +1,75 @@
+"""Writes tribrid/data/question_examples.jsonl, the labelled examples `tribrid.query_examples`
+reads questions by, from the tuning data only:
+
+- structural: every wording of the phrasing tables (unseen_sets.PHRASINGS, lang_sets.EXTRA_PHRASINGS
+  and the reworded rounds), except the rounds held out (unseen_sets.HELD_OUT, lang_sets.HELD_OUT),
+  labelled with the relation it asks for;
+- "none": the how-to questions of evals/howto/questions.jsonl, and the queries of the prose tuning
+  sets (docstring, FAQ) and of the identifier set.
+
+    .venv/bin/python -m tribrid.eval.question_examples
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from tribrid.config import REPO_ROOT
+from tribrid.eval import lang_sets, unseen_sets
+from tribrid.eval.build_sets import SETS_DIR
+from tribrid.query_examples import EXAMPLES, NO_RELATION, Example, mask_names
+
+HOWTO = REPO_ROOT / "evals" / "howto" / "questions.jsonl"
+NO_RELATION_SETS = (
+    "docstring",
+    "unseen-docstring",
+    "unseen-docstring-3",
+    "faq-perl",
+    "faq-sed",
+    "identifier",
+)
+NAME = "WidgetFactory"  # any name written as one: it is masked
+
+
+def _tuning_tables() -> list[dict[str, tuple[tuple[str, str], ...]]]:
+    held_out = set(unseen_sets.HELD_OUT) | set(lang_sets.HELD_OUT)
+    tables = [unseen_sets.PHRASINGS, lang_sets.EXTRA_PHRASINGS]
+    tables += [t for name, t in unseen_sets.REWORDED_TABLES.items() if name not in held_out]
+    tables += [t for name, (_corpus, t) in lang_sets.REWORDED_SETS.items() if name not in held_out]
+    unique: dict[int, dict[str, tuple[tuple[str, str], ...]]] = {id(t): t for t in tables}
+    return list(unique.values())
+
+
+def _queries(path: Path) -> list[str]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line)["query"] for line in lines]
+
+
+def build() -> list[Example]:
+    examples: dict[str, Example] = {}
+    for table in _tuning_tables():
+        for relation, wordings in table.items():
+            for _family, wording in wordings:
+                text = mask_names(wording.format(x=NAME))
+                examples.setdefault(text, Example(text, relation))
+    prose = _queries(HOWTO) + [q for name in NO_RELATION_SETS for q in _queries(SETS_DIR / f"{name}.jsonl")]
+    for query in prose:
+        text = mask_names(query)
+        examples.setdefault(text, Example(text, NO_RELATION))
+    return list(examples.values())
+
+
+def main() -> None:
+    examples = build()
+    EXAMPLES.parent.mkdir(parents=True, exist_ok=True)
+    with EXAMPLES.open("w", encoding="utf-8") as out:
+        for example in examples:
+            out.write(json.dumps({"text": example.text, "reading": example.reading}) + "\n")
+    counts = Counter(e.reading for e in examples)
+    print(f"{len(examples)} examples -> {EXAMPLES}: {dict(sorted(counts.items()))}")
+
+
+if __name__ == "__main__":
+    main()
