@@ -116,6 +116,12 @@ def test_a_pronoun_in_the_question_stands_for_the_name_the_message_said_before()
     )
 
 
+def test_a_word_in_quotes_is_a_name_wherever_it_stands() -> None:
+    assert written_names("'Router' -- and its callers?") == ["'Router'"]
+    assert written_names('"parse_args" then') == ['"parse_args"']
+    assert written_names("it's Router's job, isn't it") == ["Router"]
+
+
 def test_a_pronoun_is_left_alone_when_the_message_names_nothing_before_it() -> None:
     assert resolve_pronouns("which functions call it?", "We spent the week on the release. ") == (
         "which functions call it?"

@@ -299,6 +299,18 @@ PHRASING_FAMILIES: list[tuple[str, str, list[str]]] = [
     ("callers", "a denied clause after the question", ["who calls flush (not the tests)"]),
     ("callers", "a hedge is no denial", ["Not sure who calls flush, can you check?"]),
     ("callers", "relative clause, depends on", ["show every method that depends on parse_args"]),
+    ("subclasses", "a request word anywhere", ["class tree below Widget pls, every child class"]),
+    (
+        "callers",
+        "the pronoun right after the verb is its object",
+        ["stack trace ends in flush() -- what code paths invoke it?"],
+    ),
+    ("callers", "which other <noun>", ["which other functions use parse_args?"]),
+    (
+        "callees",
+        "the name quoted before, the question after",
+        ['"flush" -- now the other way: what does that one invoke itself?'],
+    ),
     (
         "callees",
         "a preposition with no object after it",

@@ -24,7 +24,10 @@ from typing import Literal
 
 Relation = Literal["callers", "callees", "subclasses", "bases"]
 
-_TOKEN = re.compile(r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+_WORD_TOKEN = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?"
+# a name in backticks, or one word in quotes ("'Router' -- and who calls it?"), or a word
+_TOKEN = re.compile(rf"`[^`]+`|'{_WORD_TOKEN}'(?!\w)|\"{_WORD_TOKEN}\"|{_WORD_TOKEN}")
+_QUOTES = ("`", "'", '"')
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")  # fooBar, HTTPServer
 # Cues are stems: a word counts when it starts with one ("invok": invoke, invokes, invoked, ...).
 _INHERIT_VERBS = (
@@ -79,6 +82,7 @@ _OPENERS = frozenset(
 )
 # "its implementation" is the code of a function, not a class implementing an interface
 _POSSESSIVES = frozenset(("its", "their", "his", "her", "my", "our", "your", "the"))
+_PLEASE = frozenset(("please", "pls", "plz"))  # a request wherever it stands
 _TERSE_WORDS = 6  # a query this short is a search, not prose
 # Words a question is made of, never the name it asks about: with no word written as a name, the
 # name is the word next to the relation word that is none of these ("replace invoked where",
@@ -95,8 +99,8 @@ _AUXILIARIES = frozenset(("is", "are", "was", "were"))
 
 
 def _is_name(token: str, position: int) -> bool:
-    """A token written as a name: backticked, code-like, or capitalized inside the sentence."""
-    if token.startswith("`"):
+    """A token written as a name: quoted, code-like, or capitalized inside the sentence."""
+    if token.startswith(_QUOTES):
         return True
     bare = token.removesuffix("()")
     if "." in bare and all(len(part) <= 1 for part in bare.split(".")):
@@ -226,7 +230,11 @@ def asks(query: str, words: list[str] | None = None) -> bool:
     """The text is a question or a request: a question mark, or a question or request word
     first. Unlike a few words typed in a search box, prose never is ("Render a parent block")."""
     words = _words(query) if words is None else words
-    return "?" in query or (bool(words) and words[0].lower() in _OPENERS)
+    return (
+        "?" in query
+        or (bool(words) and words[0].lower() in _OPENERS)
+        or any(w.lower() in _PLEASE for w in words)
+    )
 
 
 def _next(lowered: list[str], i: int) -> str:
@@ -286,6 +294,8 @@ def _calls(lowered: list[str], mentions: set[int]) -> Relation | None:
         passive = word.endswith("ed")
         if passive and after and _next(lowered, i) in _AGENT:
             return "callees"  # "called by X", "invoked from within X"
+        if not passive and i + 1 in mentions and _next(lowered, i) != "itself":
+            return "callers"  # the name is the verb's object: "what code paths invoke it"
         if _subject(lowered, mentions, i):
             return "callers" if passive else "callees"  # "X invoked where" / "X calls", "it invokes"
         return "callers"  # "calling X", "which parts end up calling X"

@@ -43,7 +43,7 @@ WORDS: dict[str, str] = {
     "name": r"(?<!\S)(?!(?:else|other|exactly|all|everything|anything|it|this|that)\b)\S+",
     "s": r"(?:'|\u2019)s",  # a possessive, straight or typographic apostrophe
     "the": r"(?:(?:all|every|each)\s+)?(?:(?:the|its|their)\s+)?",
-    "who": r"(?:who|what|which(?:\s+\w+)?)",
+    "who": r"(?:who|what|which(?:\s+other)?(?:\s+\w+)?)",  # "which other functions use X"
     "find": (
         r"(?:find|list|show(?:\s+me)?|get|give\s+me|display|locate|search\s+for|enumerate"
         r"|look\s+up)"
