@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_11 are tables of wordings written (sessions 8 to 15) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_12 are tables of wordings written (sessions 8 to 15) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first ten were each measured once while held out (rounds 2-11 of
-evals/README.md), then tuned on; the eleventh is the held-out wording now (round 12:
-`unseen-starlette-reworded-11`, and lang_sets.REWORDED_SETS).
+changed after it. The first eleven were each measured once while held out (rounds 2-12 of
+evals/README.md), then tuned on; the twelfth is the held-out wording now (round 13:
+`unseen-starlette-reworded-12`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-9": "starlette",
     "unseen-starlette-reworded-10": "starlette",
     "unseen-starlette-reworded-11": "starlette",
+    "unseen-starlette-reworded-12": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -72,7 +73,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-11", "unseen-docstring-2", "unseen-docstring-4")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-12", "unseen-docstring-2", "unseen-docstring-4")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -768,7 +769,7 @@ REWORDED_PHRASINGS_10: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 # written (session 15) by another helper that had never seen the reader, the sets or /work,
-# committed before it was measured on: round 12, held out
+# committed before it was measured on: round 12, measured held out, then tuned on (session 15)
 REWORDED_PHRASINGS_11: dict[str, tuple[tuple[str, str], ...]] = {
     "callers": (
         ("terse-senior", "callers of {x}?"),
@@ -886,6 +887,95 @@ REWORDED_PHRASINGS_11: dict[str, tuple[tuple[str, str], ...]] = {
         ("name-first-followup", "'{x}' -- ok, and what descends from that one? the whole subtree"),
     ),
 }
+# written (session 15) by a third helper that had never seen the reader, the sets or /work,
+# committed before it was measured on: round 13, held out
+REWORDED_PHRASINGS_12: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        (
+            "refactor-signature-change",
+            "I'm about to change the signature of {x}. Which functions call it, so I know what will break?",
+        ),
+        (
+            "review-nit-invokers",
+            "nit: before merging, can you check who else invokes `{x}()`? Want to be sure "
+            "nothing depends on the old return value.",
+        ),
+        ("phone-terse", "who uses {x}"),
+        (
+            "debug-upstream",
+            "Debugging a bad value returned by {x}: what's upstream of it, i.e. which functions trigger it?",
+        ),
+        ("mixed-spanish-greeting", "hola! ¿quién llama a `{x}`? need the list of callers pls"),
+        ("todo-call-sites", 'TODO: find all call sites of "{x}" before deprecating it'),
+        (
+            "security-audit-entry-points",
+            "Security audit: can user input reach {x}? List every method that invokes it "
+            "directly, plus the entry points above those.",
+        ),
+        (
+            "two-names-pick-one",
+            "Ignore load_settings for now; for `{x}` specifically, which places instantiate or call it?",
+        ),
+    ),
+    "callees": (
+        ("onboarding-under-the-hood", "New to this repo - what does `{x}` call under the hood?"),
+        (
+            "perf-profiler",
+            "{x} is slow in the profiler. Which functions does it invoke internally, so I "
+            "can see where the time goes?",
+        ),
+        ("phone-terse", "{x} callees"),
+        (
+            "downstream-fan-out",
+            "What's directly downstream of {x}() in the call graph - the functions it fans out to?",
+        ),
+        (
+            "docs-helpers-used",
+            "Writing docs for {x}: list the helper functions and methods it uses inside its body.",
+        ),
+        (
+            "greeting-executed-inside",
+            "Hi! Quick question: when '{x}' runs, which other methods get executed from inside it?",
+        ),
+        (
+            "migration-outgoing-calls",
+            'Migrating to the v3 SDK: list the outgoing calls made by "{x}" so I can spot '
+            "any deprecated APIs.",
+        ),
+        (
+            "todo-mixed-german",
+            "TODO: herausfinden, welche Funktionen `{x}` aufruft (its dependencies in the "
+            "call graph, one level down)",
+        ),
+    ),
+    "subclasses": (
+        (
+            "refactor-abstract-method",
+            "I'm changing an abstract method on {x}. Which classes inherit from it, directly "
+            "or further down?",
+        ),
+        (
+            "review-extends-check",
+            "Before we add a field to `{x}`, have we checked every subclass that extends it?",
+        ),
+        ("phone-terse", "{x} subclasses"),
+        (
+            "family-tree-descendants",
+            "Show me the family tree below {x} - all descendants, not just direct children.",
+        ),
+        ("interface-implementers", "Which classes implement the `{x}` interface?"),
+        ("what-sits-under", "what sits under {x} in the class hierarchy?"),
+        (
+            "mixed-spanish-indirect",
+            "oye, ¿qué clases heredan de {x}? including the indirect ones",
+        ),
+        (
+            "is-there-any-test-coverage",
+            'Is there any class deriving from "{x}" that our tests don\'t cover? List all '
+            "derived classes, transitively.",
+        ),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -899,6 +989,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-9": REWORDED_PHRASINGS_9,
     "unseen-starlette-reworded-10": REWORDED_PHRASINGS_10,
     "unseen-starlette-reworded-11": REWORDED_PHRASINGS_11,
+    "unseen-starlette-reworded-12": REWORDED_PHRASINGS_12,
 }
 
 
