@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -37,9 +36,9 @@ NEIGHBOURS = 3
 # How close the nearest examples (all NEIGHBOURS of one reading) must be to read a question.
 MIN_SIMILARITY_TO_READ = 0.3
 PLACEHOLDER = "foo"
-# a word in quotes is a name wherever it stands ("'Router' -- and what descends from it?")
+# A single name in quotes or backticks, replaced whole first: `written_names` reads reST's
+# ``literal`` as two backtick spans around a word, which would leave stray backticks behind.
 _QUOTED_WORD = re.compile(r"`[^`\s]+`|'[A-Za-z_][\w.]*(?:\(\))?'|\"[A-Za-z_][\w.]*(?:\(\))?\"")
-_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +48,8 @@ class Example:
 
 
 def mask_names(text: str) -> str:
-    """The text with each name written in it (`query_cues.written_names`) as one placeholder."""
+    """The text with each name written in it (`query_cues.written_names`: quoted, code-like or
+    capitalized inside a sentence) as one placeholder."""
     text = _QUOTED_WORD.sub(PLACEHOLDER, text)
     for name in sorted(set(written_names(text)), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", PLACEHOLDER, text)
@@ -81,8 +81,7 @@ def _index() -> _Index:
 
 def load() -> None:
     """Build the index now (a service does it before it serves, not on its first question)."""
-    with _LOCK:
-        _index()
+    _index()
 
 
 class Nearest(NamedTuple):
@@ -93,8 +92,7 @@ class Nearest(NamedTuple):
 
 def nearest_reading(text: str) -> Nearest:
     """The reading of the text's NEIGHBOURS nearest examples."""
-    with _LOCK:
-        index = _index()
+    index = _index()
     similarity = (index.matrix @ index.vectorizer.transform([mask_names(text)]).T).toarray().ravel()
     nearest = (-similarity).argsort(kind="stable")[:NEIGHBOURS]  # ties: the earlier example
     votes: dict[str, float] = {}
