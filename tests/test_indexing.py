@@ -979,3 +979,88 @@ def test_sample_repo_links_callers_across_files() -> None:
     assert ("function:shop.cart.Cart.total_price", "calls", "function:shop.cart.Cart.subtotal") in relations
     assert ("class:shop.payment.CardGateway", "inherits", "class:shop.payment.PaymentGateway") in relations
     assert ("module:shop.cart", "imports", "module:shop.pricing") in relations
+
+
+def test_calls_on_locals_whose_class_the_code_states_follow_that_class() -> None:
+    """`x.m()` is a proven call of C.m when every binding of x states class C: an annotation
+    (`Optional`, `| None` and string forms too) or `x = C(...)`, in the function or at module
+    level; `C(...).m()` too. A builtin method name (`replace`) is then no obstacle. Any other
+    binding, a container annotation, a function's result or a class without `m` leave x unknown."""
+    models = """
+        class URL:
+            def replace(self, **parts):
+                return URL()
+
+            def render(self):
+                return ""
+
+
+        class Page:
+            def render(self):
+                return ""
+
+
+        def make_url():
+            return URL()
+        """
+    use = """
+        from typing import Optional
+
+        from web.models import URL, Page, make_url
+
+        DEFAULT = URL()
+
+
+        def annotated(url: URL, page: "Page | None", other: Optional[URL], urls: list[URL], n: int):
+            url.replace(path="/")
+            page.render()
+            other.render()
+            urls.append(1)
+            n.bit_length()
+
+
+        def constructed(flag):
+            fresh = URL()
+            fresh.replace(path="/")
+            URL().render()
+            made = make_url()
+            made.replace(path="/")
+            mixed = URL()
+            if flag:
+                mixed = Page()
+            mixed.render()
+            looped = URL()
+            for looped in flag:
+                pass
+            looped.replace()
+            DEFAULT.replace(path="/")
+            make_url().render()
+        """
+    graphs, _ = build_graphs(
+        [python("web/__init__.py", ""), python("web/models.py", models), python("web/use.py", use)]
+    )
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    links = resolve_refs(CORPUS, graphs, 3)
+    relations = [r for g in graphs for r in g.relations] + links.relations
+    proven = {
+        (names[r.source_id], names[r.target_id]) for r in relations if r.type == "calls" and not r.inferred
+    }
+    assert {c for c in proven if c[0].startswith("web.use")} == {
+        ("web.use.annotated", "web.models.URL.replace"),
+        ("web.use.annotated", "web.models.Page.render"),
+        ("web.use.annotated", "web.models.URL.render"),
+        ("web.use.constructed", "web.models.URL"),
+        ("web.use.constructed", "web.models.Page"),
+        ("web.use.constructed", "web.models.make_url"),
+        ("web.use.constructed", "web.models.URL.replace"),  # fresh and DEFAULT
+        ("web.use.constructed", "web.models.URL.render"),  # URL().render()
+        ("web.use", "web.models.URL"),  # DEFAULT = URL()
+    }
+    inferred = inferred_calls(graphs, 3)
+    # mixed.render() has two candidate classes: inferred by name, as before
+    assert ("web.use.constructed", "web.models.Page.render", 0.5) in inferred
+    unresolved = {(names[u.source_id], u.name) for u in links.unresolved}
+    # made.replace / looped.replace: unknown receivers with a builtin method name stay unresolved
+    assert ("web.use.constructed", "made.replace") in unresolved
+    assert ("web.use.constructed", "looped.replace") in unresolved
+    assert not any(name.startswith("make_url(") for _, name in unresolved)

@@ -825,3 +825,51 @@ def test_a_default_export_of_a_name_reached_through_a_barrel_is_a_proven_base(tm
     assert ("inherits", "r/GLSL.GLSL", "core/NodeBuilder.NodeBuilder") in indexed.edges
     assert ("calls", "r/GLSL.GLSL.build", "core/NodeBuilder.NodeBuilder.sortBindingGroups") in indexed.edges
     assert indexed.unresolved == set()
+
+
+def test_java_on_demand_imports_bring_types_for_static_calls_and_bases(tmp_path: Path) -> None:
+    """`import a.frame.*;` makes the types of package a.frame usable by their simple names: a static
+    call `ErrorFrame.describe(..)` and `extends ErrorFrame` resolve to that package's class, and a
+    type the file's own package defines still comes first (JLS 6.4.1)."""
+    for package in ("frame", "app"):
+        (tmp_path / "a" / package).mkdir(parents=True)
+    (tmp_path / "a" / "frame" / "ErrorFrame.java").write_text(
+        "package a.frame;\n\npublic class ErrorFrame {\n    public static String describe(int code) {\n"
+        '        return "";\n    }\n}\n'
+    )
+    (tmp_path / "a" / "frame" / "Names.java").write_text(
+        "package a.frame;\n\npublic class Names {\n    public static String of(int code) {\n"
+        '        return "";\n    }\n}\n'
+    )
+    (tmp_path / "a" / "app" / "Names.java").write_text(
+        "package a.app;\n\nclass Names {\n    static String of(int code) {\n        return \"\";\n    }\n}\n"
+    )
+    (tmp_path / "a" / "app" / "Stream.java").write_text(
+        textwrap.dedent(
+            """
+            package a.app;
+
+            import java.util.List;
+            import a.frame.*;
+
+            class Stream {
+                String reset(int code) {
+                    return ErrorFrame.describe(code) + Names.of(code);
+                }
+            }
+
+            class ResetFrame extends ErrorFrame {
+                String show() {
+                    return describe(1);
+                }
+            }
+            """
+        ).lstrip("\n")
+    )
+    indexed = index(tmp_path)
+    calls = {edge for edge in indexed.edges if edge[0] == "calls"}
+    assert ("calls", "a/app/Stream.Stream.reset", "a/frame/ErrorFrame.ErrorFrame.describe") in calls
+    assert ("calls", "a/app/Stream.Stream.reset", "a/app/Names.Names.of") in calls
+    assert ("calls", "a/app/Stream.Stream.reset", "a/frame/Names.Names.of") not in calls
+    assert ("inherits", "a/app/Stream.ResetFrame", "a/frame/ErrorFrame.ErrorFrame") in indexed.edges
+    assert ("calls", "a/app/Stream.ResetFrame.show", "a/frame/ErrorFrame.ErrorFrame.describe") in calls

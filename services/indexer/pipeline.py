@@ -84,7 +84,9 @@ log = logging.getLogger(__name__)
 #      a JS/TS `export default Name;` exports Name as the default.
 #   9: BM25 terms are English stems of Latin-alphabet words (`tribrid.text.stem`).
 #  10: definitions' signatures are embedded too (Chunk.signature, chunks.signature_embedding).
-INDEX_FORMAT = 10
+#  11: a call `x.m()` on a local whose class the code states (`x: C`, `x = C(...)`) and `C(...).m()`
+#      follow C's `m` (Python); Java on-demand imports (`import a.b.*;`) bring their package's types.
+INDEX_FORMAT = 11
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs

@@ -43,6 +43,18 @@ def module_name(path: str) -> str:
     return ".".join(parts)
 
 
+def dotted(expr: ast.expr) -> list[str] | None:
+    """["a", "b", "c"] for `a.b.c`; None for anything that is not a plain name chain."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return parts[::-1]
+
+
 def definitions(body: list[ast.stmt]) -> Iterator[DefinitionNode]:
     """Defs and classes of a module or class body, including those under if/try/with blocks.
 

@@ -21,6 +21,7 @@ from tribrid.indexing.pysyntax import (
     DefinitionNode,
     FunctionNode,
     definitions,
+    dotted,
     first_line,
     is_package_init,
     last_line,
@@ -28,6 +29,7 @@ from tribrid.indexing.pysyntax import (
     scope_statements,
     split_lines,
 )
+from tribrid.indexing.receiver_types import Dotted, receiver_types
 from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, Entity, Relation, stable_id
 
@@ -152,6 +154,11 @@ class PendingRef:
     target: Symbolic
     kind: Literal["calls", "inherits", "references"]
     written: str
+    # `m` of `x.m()` read through x's stated class: if the corpus cannot follow the class, the call
+    # is inferred by method name like any other call on a receiver of unknown type.
+    method: str = ""
+    # False for `C(...).m()`: when C is no corpus class it is a function's result, nothing to report.
+    report: bool = True
 
 
 @dataclass(slots=True)
@@ -244,6 +251,7 @@ class _Region:
     params: set[str] = field(default_factory=set)
     # Bare decorators (`@d`, `@m.d`): Python calls them with the definition, so they are calls.
     decorators: list[ast.expr] = field(default_factory=list)
+    receivers: dict[str, Dotted] = field(default_factory=dict)  # locals' stated classes (receiver_types)
 
 
 @dataclass(slots=True)
@@ -271,6 +279,7 @@ class _FileExtractor:
             "module", self.module.rsplit(".", 1)[-1], self.module, (1, max(1, line_count)), module_chunk
         )
         self.graph = FileGraph(self.path, self.module, module_id, [], [], [])
+        self.module_receivers: dict[str, Dotted] = {}
 
     # entities and bindings (the file's definitions, in source order so later bindings win)
 
@@ -280,7 +289,13 @@ class _FileExtractor:
         classes: list[tuple[ast.ClassDef, str, _Scope]] = []
         self._define(tree.body, module_scope, self.graph.module_id, self.module, None, regions, classes)
         top_level = {id(node) for node in definitions(tree.body)}
-        regions.append(_Region(self.graph.module_id, list(tree.body), module_scope, top_level, is_body=True))
+        self.module_receivers = receiver_types(None, tree.body, top_level)
+        regions.append(
+            _Region(
+                self.graph.module_id, list(tree.body), module_scope, top_level, is_body=True,
+                receivers=self.module_receivers,
+            )
+        )  # fmt: skip
 
         scans = [self._scan_region(region) for region in regions]
         for node, class_id, enclosing in classes:
@@ -372,7 +387,12 @@ class _FileExtractor:
                 body_scope.self_name = positional[0].arg
                 body_scope.is_classmethod = "classmethod" in decorators
         params = _argument_names(node.args)
-        regions.append(_Region(function_id, list(node.body), body_scope, is_body=True, params=params))
+        receivers = receiver_types(node.args, node.body, set())
+        regions.append(
+            _Region(
+                function_id, list(node.body), body_scope, is_body=True, params=params, receivers=receivers
+            )
+        )
 
     def _add_import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         """One import entity per imported name; the names it binds go into scope."""
@@ -452,7 +472,7 @@ class _FileExtractor:
         info = self.graph.classes[class_id]
         for base in node.bases:
             expr = base.value if isinstance(base, ast.Subscript) else base  # Generic[T] -> Generic
-            parts = _dotted(expr)
+            parts = dotted(expr)
             if parts is None:
                 info.bases.append(None)
                 continue
@@ -473,13 +493,47 @@ class _FileExtractor:
                     outcome = self._method(region.scope.class_id, method, skip_own=True)
                     self._link(region.owner_id, outcome, "calls", f"super().{method}")
                 continue
-            parts = _dotted(callee)
+            parts = dotted(callee)
             if parts is not None:
-                self._link(region.owner_id, self._resolve(parts, region.scope), "calls", ".".join(parts))
+                if not self._link_typed_call(region, parts):
+                    self._link(region.owner_id, self._resolve(parts, region.scope), "calls", ".".join(parts))
+            elif isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Call):
+                self._link_constructed_call(region, callee.value.func, callee.attr)
         for expr in scan.loads:
-            parts = _dotted(expr)
+            parts = dotted(expr)
             if parts is not None:
                 self._link(region.owner_id, self._resolve(parts, region.scope), "references", ".".join(parts))
+
+    def _link_typed_call(self, region: _Region, parts: list[str]) -> bool:
+        """`x.m()` on a local whose class the code states: a call of that class's `m`."""
+        cls = self._receiver_class(region, parts[0]) if len(parts) == 2 else None
+        if cls is None:
+            return False
+        outcome = self._resolve([*cls, parts[1]], region.scope)
+        if outcome is None or outcome is _Silent.IGNORE:
+            return False  # a builtin or a class without `m`: read as a receiver of unknown type
+        link_ref(self.graph, self.types, region.owner_id, outcome, "calls", ".".join(parts), method=parts[1])
+        return True
+
+    def _link_constructed_call(self, region: _Region, constructor: ast.expr, method: str) -> None:
+        """`C(...).m()`: a call of class C's `m`; nothing when C is not a class."""
+        parts = dotted(constructor)
+        if parts is None:
+            return
+        outcome = self._resolve([*parts, method], region.scope)
+        if isinstance(outcome, str) or isinstance(outcome, ModuleAttr | AnyOf | MethodLookup):
+            written = f"{'.'.join(parts)}(...).{method}"
+            link_ref(self.graph, self.types, region.owner_id, outcome, "calls", written, report=False)
+
+    def _receiver_class(self, region: _Region, name: str) -> Dotted | None:
+        """The class stated for a local, else for a module variable the region does not rebind."""
+        if name in region.receivers:
+            return region.receivers[name]
+        if name in region.scope.shadowed or name in region.scope.bindings or region.scope.module is None:
+            return None
+        if isinstance(region.scope.module.get(name), Definition):
+            return self.module_receivers.get(name)
+        return None
 
     def _resolve(self, parts: list[str], scope: _Scope) -> Outcome:
         head, rest = parts[0], tuple(parts[1:])
@@ -567,18 +621,6 @@ def _scan_node(node: ast.AST, scan: _Scan, consumed: set[int]) -> None:
         scan.stored.add(node.name)
     elif isinstance(node, ast.MatchMapping) and node.rest:
         scan.stored.add(node.rest)
-
-
-def _dotted(expr: ast.expr) -> list[str] | None:
-    """["a", "b", "c"] for `a.b.c`; None for anything that is not a plain name chain."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return parts[::-1]
 
 
 def _super_method(callee: ast.expr) -> str | None:
@@ -684,22 +726,27 @@ def link_ref(
     target: str | Symbolic | None,
     kind: Literal["calls", "inherits", "references"],
     written: str,
+    method: str = "",
+    report: bool = True,
 ) -> None:
     """Record one reference of a file: an edge when it resolved to an entity here, pending when
-    only the corpus can tell, else unresolved (a read that resolves to nothing is just dropped)."""
+    only the corpus can tell, else unresolved (a read that resolves to nothing is just dropped).
+    `method` and `report` are kept on a pending reference (see PendingRef)."""
     if isinstance(target, str):
         edges = edges_to(kind, source_id, target, types, graph.classes)
         if edges:
             graph.relations.extend(edges)
             return
         target = None
+    if target is None and not report:
+        return
     if target is None:
         if kind == "calls":
             graph.unresolved.append(UnresolvedRef(source_id, written, kind, _receiver_method(written)))
         elif kind == "inherits":
             graph.unresolved.append(UnresolvedRef(source_id, written, kind))
         return
-    graph.pending.append(PendingRef(source_id, target, kind, written))
+    graph.pending.append(PendingRef(source_id, target, kind, written, method, report))
 
 
 def _receiver_method(written: str) -> str:
@@ -779,8 +826,8 @@ def resolve_refs(
                 )
             if edges:
                 relations.extend(edges)
-            elif ref.kind != "references":
-                unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind))
+            elif ref.kind != "references" and ref.report:
+                unresolved.append(UnresolvedRef(ref.source_id, ref.written, ref.kind, ref.method))
         unresolved.extend(graph.unresolved)
     inferred = infer_by_name(graphs, unresolved, max_inferred_candidates)
     proven = {(r.source_id, r.target_id, r.type) for g in graphs for r in g.relations}

@@ -14,6 +14,7 @@ from typing import Literal
 from tree_sitter import Node
 
 from tribrid.indexing.python_graph import (
+    AnyOf,
     Binding,
     ClassInfo,
     Definition,
@@ -93,6 +94,7 @@ class _Extractor:
         self._overloads: dict[str, int] = {}  # qualified name -> functions defined with it so far
         self.local: dict[str, Binding] = {}  # names the file's code can use: definitions and imports
         self.class_names: dict[str, str] = {}  # class id -> the type's simple name
+        self.wildcards: list[str] = []  # Java `import a.b.*;` specs: where an unbound type may be
         self.regions: list[_Region] = []
         self.base_work: list[tuple[str, list[Node]]] = []
         module_chunk = next((c.chunk_id for c in chunks if c.kind == "module"), "")
@@ -137,6 +139,8 @@ class _Extractor:
             self._relate(self.graph.module_id, import_id, "contains")
             self.graph.module_imports.append((binding.spec, ""))
             target = ModuleAttr(binding.spec, binding.attrs)
+            if self.language == "java" and binding.spec.endswith(".*"):
+                self.wildcards.append(binding.spec)
             if binding.local:
                 self.local[binding.local] = target
             if binding.export and binding.local:
@@ -262,7 +266,7 @@ class _Extractor:
             if isinstance(outcome, str):
                 info.bases.append(outcome if self.types.get(outcome) == "class" else None)
             else:
-                info.bases.append(outcome if isinstance(outcome, ModuleAttr) else None)
+                info.bases.append(outcome if isinstance(outcome, ModuleAttr | AnyOf) else None)
             self._link(class_id, outcome, "inherits", ".".join(parts))
 
     def _link_calls(self, region: _Region) -> set[str]:
@@ -335,6 +339,10 @@ class _Extractor:
 
     def _unbound(self, parts: list[str], scoped: bool) -> Outcome:
         """A name the file does not bind: the package's other files (Go, Java), or a Rust module path."""
+        if self.language == "java" and parts[0][:1].isupper() and self.wildcards:
+            # a simple type name is the package's own, else one an on-demand import brings (JLS 6.4.1)
+            specs = (SAME_PACKAGE, *self.wildcards)
+            return AnyOf(tuple(ModuleAttr(spec, tuple(parts)) for spec in specs))
         if self.language == "go" or (self.language == "java" and parts[0][:1].isupper()):
             return ModuleAttr(SAME_PACKAGE, tuple(parts))
         if self.language == "rust" and scoped:
