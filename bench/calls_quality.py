@@ -11,6 +11,10 @@ temporary root so module names are real import names (click.core), then:
   corpus classes included), and names reached through `import x` / `from x import f` across corpus
   modules (re-exports followed), and decorators. Calling a class counts as calling the class and
   its `__init__` (looked up through the bases) when a corpus class in its MRO defines one.
+  A call `x.m()` follows x's class where the code states it: x a parameter or local whose every
+  binding is an annotation `C` (`Optional[C]`, `C | None`, `"C"`) or `x = C(...)`; `C(...).m()`;
+  `self.x.m()` where the class binds `x` only so (a class body annotation, `self.x = C(...)`,
+  `self.x = p` of a parameter `p: C`).
 * ours: walk_corpus + chunk_file + extract_file + resolve_corpus, keeping `calls` edges whose caller
   is a function or method.
 
@@ -65,6 +69,7 @@ class RefClass:
     module: str
     methods: dict[str, str] = field(default_factory=dict)
     bases: list[ast.expr] = field(default_factory=list)
+    node: ast.ClassDef | None = None
 
 
 @dataclass
@@ -112,7 +117,7 @@ class Reference:
                     names[stmt.name] = ("def", qual)
             elif isinstance(stmt, ast.ClassDef):
                 qual = f"{prefix}.{stmt.name}"
-                ref_class = RefClass(qual, module.name, bases=list(stmt.bases))
+                ref_class = RefClass(qual, module.name, bases=list(stmt.bases), node=stmt)
                 self.classes[qual] = ref_class
                 if cls is None:
                     names[stmt.name] = ("class", qual)
@@ -240,9 +245,17 @@ class Reference:
         positional = [*node.args.posonlyargs, *node.args.args]
         if cls is not None and positional and "staticmethod" not in decorators:
             self_name = positional[0].arg
+        typed = self._stated_classes(module, node)
+        attributes = self._attribute_classes(module, cls) if self_name is not None and cls is not None else {}
         for stmt in node.body:
             for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
-                yield from self._call_target(module, call.func, cls, self_name, locals_)
+                func = call.func
+                if isinstance(func, ast.Attribute):
+                    receiver = self._receiver_class(module, func.value, typed, self_name, attributes)
+                    if receiver is not None:
+                        yield from _listed(self.method(receiver, func.attr, False))
+                        continue
+                yield from self._call_target(module, func, cls, self_name, locals_)
         # Decorators run where the def is: a bare `@d` calls d, `@d(x)` calls d too.
         for decorator in node.decorator_list:
             called = [n.func for n in ast.walk(decorator) if isinstance(n, ast.Call)]
@@ -250,6 +263,118 @@ class Reference:
                 called.append(decorator)
             for func in called:
                 yield from self._call_target(module, func, None, None, set())
+
+    # receivers whose class the code states: `x: C`, `x = C(...)`, `C(...).m()`, `self.x` likewise
+
+    def _receiver_class(
+        self,
+        module: RefModule,
+        value: ast.expr,
+        typed: dict[str, str],
+        self_name: str | None,
+        attributes: dict[str, str],
+    ) -> str | None:
+        if isinstance(value, ast.Name):
+            return typed.get(value.id)
+        if isinstance(value, ast.Call):
+            return self._class_of(module, value.func)
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == self_name
+        ):
+            return attributes.get(value.attr)
+        return None
+
+    def _class_of(self, module: RefModule, node: ast.expr | None) -> str | None:
+        target = self.expr(module, node) if node is not None else None
+        return target[1] if target is not None and target[0] == "class" else None
+
+    def _stated_classes(
+        self, module: RefModule, node: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> dict[str, str]:
+        """Parameters and locals whose every binding is `x: C` or `x = C(...)` of a corpus class."""
+        seen: defaultdict[str, set[str | None]] = defaultdict(set)
+        args = node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            seen[arg.arg].add(self._class_of(module, _annotated(arg.annotation)))
+        for rest in (args.vararg, args.kwarg):
+            if rest is not None:
+                seen[rest.arg].add(None)
+        bound: set[int] = set()
+        for child in ast.walk(node):
+            if isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name):
+                seen[child.target.id].add(self._class_of(module, _annotated(child.annotation)))
+                bound.add(id(child.target))
+            elif (
+                isinstance(child, ast.Assign)
+                and len(child.targets) == 1
+                and isinstance(child.targets[0], ast.Name)
+            ):
+                call = child.value
+                seen[child.targets[0].id].add(
+                    self._class_of(module, call.func) if isinstance(call, ast.Call) else None
+                )
+                bound.add(id(child.targets[0]))
+            elif (
+                isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load) and id(child) not in bound
+            ):
+                seen[child.id].add(None)
+            elif isinstance(child, ast.arg) and child not in (
+                *args.posonlyargs,
+                *args.args,
+                *args.kwonlyargs,
+            ):
+                seen[child.arg].add(None)
+        return _one_each(seen)
+
+    def _attribute_classes(self, module: RefModule, cls: str) -> dict[str, str]:
+        """A class's attributes bound only as `attr: C` (class body), `self.attr: C = ...`,
+        `self.attr = C(...)` or `self.attr = p` of a parameter `p: C`."""
+        node = self.classes[cls].node
+        seen: defaultdict[str, set[str | None]] = defaultdict(set)
+        for stmt in node.body if node is not None else []:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                seen[stmt.target.id].add(self._class_of(module, _annotated(stmt.annotation)))
+            if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            positional = [*stmt.args.posonlyargs, *stmt.args.args]
+            if not positional or any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in stmt.decorator_list
+            ):
+                continue
+            me = positional[0].arg
+            params = {
+                a.arg: a.annotation for a in (*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs)
+            }
+            bound: set[int] = set()
+            for child in ast.walk(stmt):
+                target: ast.expr | None = child.target if isinstance(child, ast.AnnAssign) else None
+                if isinstance(child, ast.Assign) and len(child.targets) == 1:
+                    target = child.targets[0]
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == me
+                ):
+                    bound.add(id(target))
+                    if isinstance(child, ast.AnnAssign):
+                        seen[target.attr].add(self._class_of(module, _annotated(child.annotation)))
+                    elif isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
+                        seen[target.attr].add(self._class_of(module, child.value.func))
+                    elif isinstance(child, ast.Assign) and isinstance(child.value, ast.Name):
+                        seen[target.attr].add(self._class_of(module, _annotated(params.get(child.value.id))))
+                    else:
+                        seen[target.attr].add(None)
+                elif (
+                    isinstance(child, ast.Attribute)
+                    and isinstance(child.value, ast.Name)
+                    and child.value.id == me
+                    and not isinstance(child.ctx, ast.Load)
+                    and id(child) not in bound
+                ):
+                    seen[child.attr].add(None)
+        return _one_each(seen)
 
     def _local_imports(
         self, module: RefModule, node: ast.FunctionDef | ast.AsyncFunctionDef
@@ -285,6 +410,34 @@ class Reference:
             return []
         target = self.expr(module, func)
         return self.callee(target) if target is not None else []
+
+
+def _annotated(annotation: ast.expr | None) -> ast.expr | None:
+    """The class expression of `C`, `"C"`, `Optional[C]`, `C | None`; None for anything else."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name | ast.Attribute):
+        head = annotation.value.id if isinstance(annotation.value, ast.Name) else annotation.value.attr
+        return _annotated(annotation.slice) if head == "Optional" else None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [
+            x
+            for x in (annotation.left, annotation.right)
+            if not (isinstance(x, ast.Constant) and x.value is None)
+        ]
+        return _annotated(sides[0]) if len(sides) == 1 else None
+    return annotation if isinstance(annotation, ast.Name | ast.Attribute) else None
+
+
+def _one_each(seen: dict[str, set[str | None]]) -> dict[str, str]:
+    return {
+        name: cls
+        for name, found in seen.items()
+        if len(found) == 1 and (cls := next(iter(found))) is not None
+    }
 
 
 def _listed(qualified: str | None) -> list[str]:

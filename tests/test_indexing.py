@@ -1064,3 +1064,54 @@ def test_calls_on_locals_whose_class_the_code_states_follow_that_class() -> None
     assert ("web.use.constructed", "made.replace") in unresolved
     assert ("web.use.constructed", "looped.replace") in unresolved
     assert not any(name.startswith("make_url(") for _, name in unresolved)
+
+
+def test_calls_on_attributes_whose_class_the_class_states_follow_that_class() -> None:
+    """`self.x.m()` is a proven call of C.m when every binding of the attribute states C: a class
+    body annotation, `self.x: C = ...`, `self.x = C(...)`, or `self.x = param` of a parameter
+    annotated C. An attribute bound to anything else, even once, stays of unknown type."""
+    code = """
+        class Router:
+            def url_path_for(self, name):
+                return name
+
+
+        class Store:
+            def url_path_for(self, name):
+                return name
+
+            def get(self, key):
+                return key
+
+
+        class App:
+            cache: Store
+
+            def __init__(self, router: Router, debug):
+                self.router = router
+                self.fallback = Router()
+                self.state: Store = Store()
+                self.debug = debug
+
+            def reset(self, items):
+                self.state = items
+
+            def url_for(self, name):
+                self.router.url_path_for(name)
+                self.fallback.url_path_for(name)
+                self.cache.get(name)
+                self.state.get(name)
+                return self.debug.url_path_for(name)
+        """
+    graphs, _ = build_graphs([python("web/app.py", code)])
+    names = {e.entity_id: e.qualified_name for g in graphs for e in g.entities}
+    links = resolve_refs(CORPUS, graphs, 3)
+    relations = [r for g in graphs for r in g.relations] + links.relations
+    proven = {
+        names[r.target_id]
+        for r in relations
+        if r.type == "calls" and not r.inferred and names[r.source_id] == "web.app.App.url_for"
+    }
+    assert proven == {"web.app.Router.url_path_for", "web.app.Store.get"}
+    unresolved = {u.name for u in links.unresolved if names[u.source_id] == "web.app.App.url_for"}
+    assert unresolved == {"self.state.get", "self.debug.url_path_for"}

@@ -29,7 +29,7 @@ from tribrid.indexing.pysyntax import (
     scope_statements,
     split_lines,
 )
-from tribrid.indexing.receiver_types import Dotted, receiver_types
+from tribrid.indexing.receiver_types import Dotted, attribute_types, receiver_types
 from tribrid.indexing.walker import SourceFile
 from tribrid.models import Chunk, Entity, Relation, stable_id
 
@@ -280,6 +280,7 @@ class _FileExtractor:
         )
         self.graph = FileGraph(self.path, self.module, module_id, [], [], [])
         self.module_receivers: dict[str, Dotted] = {}
+        self.attribute_receivers: dict[str, dict[str, Dotted]] = {}  # class id -> its attributes' classes
 
     # entities and bindings (the file's definitions, in source order so later bindings win)
 
@@ -348,6 +349,7 @@ class _FileExtractor:
         self._relate(owner_id, class_id, "contains")
         scope.bindings[node.name] = Definition(class_id, "class")
         self.graph.classes.setdefault(class_id, ClassInfo())
+        self.attribute_receivers[class_id] = attribute_types(node)
         classes.append((node, class_id, scope))
         # Class bodies see their own names, then the module's (not an enclosing class's).
         body_scope = _Scope({}, module=scope.module if scope.module is not None else scope.bindings)
@@ -505,14 +507,14 @@ class _FileExtractor:
                 self._link(region.owner_id, self._resolve(parts, region.scope), "references", ".".join(parts))
 
     def _link_typed_call(self, region: _Region, parts: list[str]) -> bool:
-        """`x.m()` on a local whose class the code states: a call of that class's `m`."""
-        cls = self._receiver_class(region, parts[0]) if len(parts) == 2 else None
+        """`x.m()` / `self.x.m()` where the code states x's class: a call of that class's `m`."""
+        cls = self._receiver_class(region, parts)
         if cls is None:
             return False
-        outcome = self._resolve([*cls, parts[1]], region.scope)
+        outcome = self._resolve([*cls, parts[-1]], region.scope)
         if outcome is None or outcome is _Silent.IGNORE:
             return False  # a builtin or a class without `m`: read as a receiver of unknown type
-        link_ref(self.graph, self.types, region.owner_id, outcome, "calls", ".".join(parts), method=parts[1])
+        link_ref(self.graph, self.types, region.owner_id, outcome, "calls", ".".join(parts), method=parts[-1])
         return True
 
     def _link_constructed_call(self, region: _Region, constructor: ast.expr, method: str) -> None:
@@ -525,8 +527,15 @@ class _FileExtractor:
             written = f"{'.'.join(parts)}(...).{method}"
             link_ref(self.graph, self.types, region.owner_id, outcome, "calls", written, report=False)
 
-    def _receiver_class(self, region: _Region, name: str) -> Dotted | None:
-        """The class stated for a local, else for a module variable the region does not rebind."""
+    def _receiver_class(self, region: _Region, parts: list[str]) -> Dotted | None:
+        """The class stated for the receiver of a call `x.m` (a local, else a module variable the
+        region does not rebind) or `self.x.m` (an attribute of the method's class)."""
+        scope = region.scope
+        if len(parts) == 3 and scope.class_id is not None and parts[0] == scope.self_name:
+            return self.attribute_receivers.get(scope.class_id, {}).get(parts[1])
+        if len(parts) != 2:
+            return None
+        name = parts[0]
         if name in region.receivers:
             return region.receivers[name]
         if name in region.scope.shadowed or name in region.scope.bindings or region.scope.module is None:

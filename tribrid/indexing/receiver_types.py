@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from typing import TypeGuard
 
 from tribrid.indexing.pysyntax import dotted
 
@@ -86,12 +87,7 @@ def receiver_types(args: ast.arguments | None, roots: Iterable[ast.AST], skip: s
         elif isinstance(node, ast.arg):
             state(node.arg, None)  # a lambda's or nested def's parameter shadows the name
         stack.extend(ast.iter_child_nodes(node))
-    found: dict[str, Dotted] = {}
-    for name, classes in stated.items():
-        only = next(iter(classes))
-        if len(classes) == 1 and only is not None:
-            found[name] = only
-    return found
+    return _single(stated)
 
 
 def _dotted(expr: ast.expr) -> Dotted | None:
@@ -101,3 +97,60 @@ def _dotted(expr: ast.expr) -> Dotted | None:
 
 def _is_none(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def attribute_types(node: ast.ClassDef) -> dict[str, Dotted]:
+    """Attribute -> class as written, for the attributes of a class whose every binding states one
+    class: `attr: C` in the class body, `self.attr: C = ...`, `self.attr = C(...)` and
+    `self.attr = param` of a parameter annotated `C`, in its methods."""
+    stated: dict[str, set[Dotted | None]] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            stated.setdefault(stmt.target.id, set()).add(annotated_class(stmt.annotation))
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            positional = [*stmt.args.posonlyargs, *stmt.args.args]
+            if positional and not any(_is_staticmethod(d) for d in stmt.decorator_list):
+                for attr, cls in _self_bindings(positional[0].arg, stmt):
+                    stated.setdefault(attr, set()).add(cls)
+    return _single(stated)
+
+
+def _self_bindings(
+    self_name: str, method: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[tuple[str, Dotted | None]]:
+    """(attribute, stated class or None) for each binding of `self.attribute` in a method."""
+    args = method.args
+    params = {a.arg: annotated_class(a.annotation) for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    found: list[tuple[str, Dotted | None]] = []
+    typed: set[int] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.AnnAssign) and _is_self_attribute(node.target, self_name):
+            found.append((node.target.attr, annotated_class(node.annotation)))
+            typed.add(id(node.target))
+        elif isinstance(node, ast.Assign) and _is_self_attribute(target := node.targets[-1], self_name):
+            value = node.value
+            cls = params.get(value.id) if isinstance(value, ast.Name) else constructed_class(value)
+            found.append((target.attr, cls if len(node.targets) == 1 else None))
+            typed.add(id(target))
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and id(node) not in typed:
+            if _is_self_attribute(node, self_name):
+                found.append((node.attr, None))
+    return found
+
+
+def _is_self_attribute(expr: ast.expr, self_name: str) -> TypeGuard[ast.Attribute]:
+    return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self_name
+
+
+def _is_staticmethod(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
+
+
+def _single(stated: dict[str, set[Dotted | None]]) -> dict[str, Dotted]:
+    """The names all of whose bindings state the same one class."""
+    found: dict[str, Dotted] = {}
+    for name, classes in stated.items():
+        only = next(iter(classes))
+        if len(classes) == 1 and only is not None:
+            found[name] = only
+    return found
