@@ -13,6 +13,8 @@ READINGS: list[tuple[str, str]] = [
     ("Could somebody check what ends up calling `flush_buffers`?", "callers"),
     ("Is there code that still makes a call to LegacyWriter before we drop it?", "callers"),
     ("does anything call into parse_headers at all?", "callers"),
+    ("which code executes parse_headers on startup?", "callers"),  # executing is calling
+    ("when Router runs, which methods get executed from inside it?", "callees"),
     ("we need the fan-in for Session.send", "callers"),
     ("where do we instantiate RetryPolicy", "callers"),
     ("new instances of ConnectionPool: where?", "callers"),
@@ -97,8 +99,27 @@ def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
     # MAX_QUESTION_SENTENCES bounds the readings a message of many short sentences costs
     preface = "We spent the week on the release. " * 10
     question = "Which functions call parse_headers? "
-    assert detect_intent(preface + question + "Ok. " * 6 + "Thanks") == "callers"  # its 8th sentence
-    assert detect_intent(preface + question + "Ok. " * 7 + "Thanks") is None  # its 9th
+    assert detect_intent(preface + question + "It is old. " * 6 + "It is done") == "callers"  # its 8th sentence
+    assert detect_intent(preface + question + "It is old. " * 7 + "It is done") is None  # its 9th
+
+
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        # remarks after the question say why; their relation words are not the question's
+        (
+            "can you check who else invokes `X()`? Want to be sure nothing depends on the old value.",
+            "callers",
+        ),
+        ("what does `X` call? Asking because the upstream team renamed things. Thanks!", "callees"),
+        ("which functions call X? Ok. Ok. Ok. Ok. Ok. Ok. Ok. Thanks", "callers"),
+        # a sentence that bids, says "it" or names something is no remark
+        ("X -- who relies on it? list every caller", "callers"),
+        ("Who is X? I need the subclasses of it.", "subclasses"),
+    ],
+)
+def test_closing_remarks_after_the_question_are_not_read(query: str, intent: str | None) -> None:
+    assert detect_intent(query) == intent
 
 
 def test_a_pronoun_in_the_question_stands_for_the_name_the_message_said_before() -> None:
@@ -138,3 +159,17 @@ def test_i_e_and_e_g_neither_end_a_sentence_nor_name_anything() -> None:
     question = "What breaks if I change Address, i.e. which functions call it?"
     assert read_question(story + question) == (question, "callers")
     assert written_names("e.g. the one i.e. Address") == ["Address"]
+
+
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        # the scene's verb is the asker's: the question is the main clause, its "it" the scene's name
+        ("when I invoke flush_buffers, what does it call?", "callees"),
+        ("when Router runs, which methods get executed from inside it?", "callees"),
+        ("If Base is abstract, which classes implement it?", "subclasses"),
+        ("When a request comes in, who calls handle_request?", "callers"),
+    ],
+)
+def test_a_clause_that_sets_the_scene_is_not_the_question(query: str, intent: str) -> None:
+    assert detect_intent(query) == intent

@@ -58,10 +58,11 @@ _UP_NOUNS = ("superclass", "parent", "base", "ancestor", "supertype")
 _INHERIT_NOUNS = ("inheritance", "extension")
 _CALL_VERBS = ("call", "invok", "instantiat", "delegat")
 # Verbs of reaching, said of calls in chat ("what code paths lead into X", "does X hit any other
-# functions", "what does X reach out to"): whole words, since as stems they would match "leader".
+# functions", "what does X reach out to"), and "execute": whole words, since as stems they would
+# match "leader" and "executor".
 _REACH_VERBS = frozenset(
     """reach reaches reached reaching hit hits hitting lead leads leading led touch touches touched
-    touching trigger triggers triggered triggering""".split()
+    touching trigger triggers triggered triggering execute executes executed executing""".split()
 )
 _IN_NOUNS = ("caller", "instance", "usages", "incoming", "fanin", "invoker")
 _OUT_NOUNS = ("callee", "outgoing", "fanout", "downstream", "internally", "internal")

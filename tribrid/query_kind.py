@@ -316,6 +316,56 @@ _BREADCRUMB = re.compile(r"\s+(?:-+>|=>|>|\u2192|\u00bb)\s+")
 
 
 def _read_parts(query: str) -> _Reading:
+    """The reading of the message without its closing remarks, else of the whole message."""
+    end = _closing_remarks(query)
+    if end < len(query):
+        read = _read_sentences(query[:end])
+        if read.intent is not None:
+            return read
+    return _read_sentences(query)
+
+
+def _main_clause(part: str) -> str:
+    """A question without the clause that sets its scene ("When I call `X`, which helpers does it
+    use?", "when X runs, what gets executed inside it?"): the scene's verbs are the asker's or the
+    run's, not the question's. Its "it" becomes the name the scene said. The part as it is when
+    no scene opens it, or when the rest names nothing."""
+    scene = _SCENE.match(part)
+    if scene is None:
+        return part
+    main = part[scene.end() :]
+    if not names_anything(main):
+        main = resolve_pronouns(main, scene.group())
+    return main if names_anything(main) else part
+
+
+# A leading subordinate clause of time or condition, up to its comma.
+_SCENE = re.compile(r"\s*(?:when|whenever|if|once|after|before|while)\b[^,?.;:]*,\s*", re.IGNORECASE)
+
+
+def _closing_remarks(query: str) -> int:
+    """Where the sentences that close a message after its question mark start: those that name
+    nothing, say no "it", and neither ask nor bid ("who invokes `X()`? Want to be sure nothing
+    depends on the old return value."). They say why, not what: their relation words are not the
+    question's. A bare request stays ("who relies on it? list every caller")."""
+    end = len(query)
+    for found in reversed(list(_SENTENCE_BREAK.finditer(query))):
+        sentence = query[found.end() : end]
+        first = sentence.split(maxsplit=1)[0].lower() if sentence.strip() else ""
+        if names_anything(sentence) or _PRONOUN.search(sentence) or "?" in sentence or first in _BIDS:
+            break
+        end = found.start() + 1
+    return end if "?" in query[:end] else len(query)
+
+
+_PRONOUN = re.compile(r"\b(?:it|itself|its|that one)\b", re.IGNORECASE)
+# Imperatives that open a request ("list every caller"); "want to be sure ..." says why.
+_BIDS = frozenset(
+    "show list find give tell get enumerate trace check look search print display please".split()
+)
+
+
+def _read_sentences(query: str) -> _Reading:
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     if len(query) <= MAX_QUESTION_CHARS:
@@ -325,7 +375,7 @@ def _read_parts(query: str) -> _Reading:
         part = query[start:]
         if not names_anything(part):
             part = resolve_pronouns(part, query[:start])
-        intent = _read_misspelled(part)
+        intent = _read_misspelled(_main_clause(part))
         if intent is not None:
             # a question that names nothing ("Address -- who relies on it? list every caller")
             # is about a name the message wrote before it: the part to seed on is the whole window

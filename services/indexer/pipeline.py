@@ -84,8 +84,9 @@ log = logging.getLogger(__name__)
 #      a JS/TS `export default Name;` exports Name as the default.
 #   9: BM25 terms are English stems of Latin-alphabet words (`tribrid.text.stem`).
 #  10: definitions' signatures are embedded too (Chunk.signature, chunks.signature_embedding).
-#  11: a call `x.m()` on a local whose class the code states (`x: C`, `x = C(...)`) and `C(...).m()`
-#      follow C's `m` (Python); Java on-demand imports (`import a.b.*;`) bring their package's types.
+#  11: a call `x.m()` on a local whose class the code states (`x: C`, `x = C(...)`), `C(...).m()`
+#      and `self.x.m()` of an attribute the class states follow C's `m` (Python); Java on-demand
+#      imports (`import a.b.*;`) bring their package's types.
 INDEX_FORMAT = 11
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
