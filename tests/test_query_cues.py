@@ -99,7 +99,7 @@ def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
     # MAX_QUESTION_SENTENCES bounds the readings a message of many short sentences costs
     preface = "We spent the week on the release. " * 10
     question = "Which functions call parse_headers? "
-    assert detect_intent(preface + question + "It is old. " * 6 + "It is done") == "callers"  # its 8th sentence
+    assert detect_intent(preface + question + "It is old. " * 6 + "It is done") == "callers"  # 8th sentence
     assert detect_intent(preface + question + "It is old. " * 7 + "It is done") is None  # its 9th
 
 
