@@ -842,7 +842,7 @@ def test_java_on_demand_imports_bring_types_for_static_calls_and_bases(tmp_path:
         '        return "";\n    }\n}\n'
     )
     (tmp_path / "a" / "app" / "Names.java").write_text(
-        "package a.app;\n\nclass Names {\n    static String of(int code) {\n        return \"\";\n    }\n}\n"
+        'package a.app;\n\nclass Names {\n    static String of(int code) {\n        return "";\n    }\n}\n'
     )
     (tmp_path / "a" / "app" / "Stream.java").write_text(
         textwrap.dedent(
