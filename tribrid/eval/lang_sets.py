@@ -17,8 +17,8 @@
 rxjs and java.net.http were held out until session 8, which tuned on them. mobx and jdk.jshell
 replaced them, then three and jdk.httpserver; each round was measured once held out and then tuned
 on (evals/README.md, "Held-out rounds"). REWORDED_SETS asks three and jdk.httpserver again in
-unseen_sets.REWORDED_PHRASINGS_3 to _11 (rounds 4 to 12, then tuned on) and REWORDED_PHRASINGS_12
-(round 13): those are held out now (HELD_OUT). Nothing may be tuned on a held-out set.
+unseen_sets.REWORDED_PHRASINGS_3 to _12 (rounds 4 to 13, then tuned on) and REWORDED_PHRASINGS_13
+(round 14): those are held out now (HELD_OUT). Nothing may be tuned on a held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
 constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
@@ -67,6 +67,7 @@ REWORDED_ROUNDS: dict[int, dict[str, tuple[tuple[str, str], ...]]] = {
     10: unseen_sets.REWORDED_PHRASINGS_10,
     11: unseen_sets.REWORDED_PHRASINGS_11,
     12: unseen_sets.REWORDED_PHRASINGS_12,
+    13: unseen_sets.REWORDED_PHRASINGS_13,
 }
 REWORDED_CORPORA = ("unseen-three", "unseen-jdk-httpserver")
 # a set asked in other wordings over a code base's corpus -> (that corpus, the wordings)

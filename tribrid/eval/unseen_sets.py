@@ -13,11 +13,11 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_12 are tables of wordings written (sessions 8 to 15) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_13 are tables of wordings written (sessions 8 to 16) by
 helpers that had never seen the question reader or any set, each committed before the reader was
-changed after it. The first eleven were each measured once while held out (rounds 2-12 of
-evals/README.md), then tuned on; the twelfth is the held-out wording now (round 13:
-`unseen-starlette-reworded-12`, and lang_sets.REWORDED_SETS).
+changed after it. The first twelve were each measured once while held out (rounds 2-13 of
+evals/README.md), then tuned on; the thirteenth is the held-out wording now (round 14:
+`unseen-starlette-reworded-13`, and lang_sets.REWORDED_SETS).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-10": "starlette",
     "unseen-starlette-reworded-11": "starlette",
     "unseen-starlette-reworded-12": "starlette",
+    "unseen-starlette-reworded-13": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -73,7 +74,7 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-12", "unseen-docstring-2", "unseen-docstring-4")
+HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-13", "unseen-docstring-2", "unseen-docstring-4")
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -976,6 +977,101 @@ REWORDED_PHRASINGS_12: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
 }
+
+# Round 14 (session 16): written by a helper that never saw /work, committed before it was measured.
+REWORDED_PHRASINGS_13: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("terse-call-sites", "call sites for `{x}`?"),
+        (
+            "signature-change-refactor",
+            "I'm about to change the signature of `{x}()` - which functions would break because they "
+            "invoke it?",
+        ),
+        (
+            "frustrated-debugging",
+            "ugh, something keeps triggering {x} twice per request. can someone show me every place that "
+            "calls into it",
+        ),
+        (
+            "indirect-upstream-callgraph",
+            'Before I deprecate "{x}", I need everything directly upstream of it in the call graph.',
+        ),
+        ("german-mixed", "wo wird {x} aufgerufen? need the list of callers for the review"),
+        (
+            "formal-api-docs",
+            "For the API reference, please enumerate all functions and methods that invoke {x}.",
+        ),
+        (
+            "security-audit-paths",
+            "Security audit: which functions reach `{x}` directly, i.e. contain a call to it? Want to "
+            "check none of them pass unsanitized input.",
+        ),
+        (
+            "test-writing-usage-examples",
+            "writing tests for {x}() - which existing functions actually use it, so I can copy realistic "
+            "call patterns",
+        ),
+    ),
+    "callees": (
+        ("terse-arrow-outgoing", "{x} -> outgoing calls"),
+        (
+            "onboarding-step-through",
+            "New to this codebase. When `{x}` runs, what other functions does it invoke directly?",
+        ),
+        (
+            "performance-profiling",
+            "profiling shows {x}() eats 40% of the request time; which functions does its body call so I "
+            "know where to dig next?",
+        ),
+        ("indirect-delegation", "what does '{x}' delegate its work to internally?"),
+        (
+            "non-native-spanish",
+            "por favor, which methods are used inside of {x}? I want to know what it is calling",
+        ),
+        (
+            "unit-test-mocking",
+            "writing unit tests for `{x}` - what do I need to mock, i.e. which functions does it call?",
+        ),
+        (
+            "code-review-side-effects",
+            "PR review: does {x} call anything with side effects? show me the functions invoked from "
+            "inside it",
+        ),
+        (
+            "formal-body-enumeration",
+            "Please provide the set of functions and methods invoked within the body of {x}.",
+        ),
+    ),
+    "subclasses": (
+        ("terse-implementors", "{x} implementors"),
+        (
+            "indirect-abstract-method",
+            "If I add a new abstract method to `{x}`, which classes will be forced to implement it?",
+        ),
+        (
+            "onboarding-concrete-kinds",
+            "what are the concrete kinds of {x} in this repo? i.e. classes deriving from it",
+        ),
+        (
+            "frustrated-breakage",
+            "i changed one method on `{x}` and now random stuff is broken - which classes extend it??",
+        ),
+        ("german-mixed", "welche Klassen erben von {x}? need the child classes for the docs"),
+        (
+            "formal-hierarchy-diagram",
+            "For the class hierarchy diagram, list all classes that derive directly or indirectly from {x}.",
+        ),
+        (
+            "code-review-override",
+            'reviewer here - is "{x}" subclassed anywhere, and by which classes? want to be sure nobody '
+            "overrides the validation logic",
+        ),
+        (
+            "migration-make-final",
+            "We're marking {x} as final/sealed in the next major release. What currently inherits from it",
+        ),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -990,6 +1086,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-10": REWORDED_PHRASINGS_10,
     "unseen-starlette-reworded-11": REWORDED_PHRASINGS_11,
     "unseen-starlette-reworded-12": REWORDED_PHRASINGS_12,
+    "unseen-starlette-reworded-13": REWORDED_PHRASINGS_13,
 }
 
 
