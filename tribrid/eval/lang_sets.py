@@ -17,8 +17,8 @@
 rxjs and java.net.http were held out until session 8, which tuned on them. mobx and jdk.jshell
 replaced them, then three and jdk.httpserver; each round was measured once held out and then tuned
 on (evals/README.md, "Held-out rounds"). REWORDED_SETS asks three and jdk.httpserver again in
-unseen_sets.REWORDED_PHRASINGS_3 to _12 (rounds 4 to 13, then tuned on) and REWORDED_PHRASINGS_13
-(round 14): those are held out now (HELD_OUT). Nothing may be tuned on a held-out set.
+unseen_sets.REWORDED_PHRASINGS_3 to _12 (rounds 4 to 13, then tuned on), REWORDED_PHRASINGS_13
+(round 14) and _14 (round 15): those two are held out now (HELD_OUT). Nothing may be tuned on a held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
 constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
@@ -68,6 +68,7 @@ REWORDED_ROUNDS: dict[int, dict[str, tuple[tuple[str, str], ...]]] = {
     11: unseen_sets.REWORDED_PHRASINGS_11,
     12: unseen_sets.REWORDED_PHRASINGS_12,
     13: unseen_sets.REWORDED_PHRASINGS_13,
+    14: unseen_sets.REWORDED_PHRASINGS_14,
 }
 REWORDED_CORPORA = ("unseen-three", "unseen-jdk-httpserver")
 # a set asked in other wordings over a code base's corpus -> (that corpus, the wordings)
@@ -76,7 +77,9 @@ REWORDED_SETS: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
     for round_, phrasings in REWORDED_ROUNDS.items()
     for corpus in REWORDED_CORPORA
 }
-HELD_OUT = tuple(f"{corpus}-reworded-{max(REWORDED_ROUNDS)}" for corpus in REWORDED_CORPORA)
+# rounds measured held out and never tuned on since
+HELD_OUT_ROUNDS = (13, 14)
+HELD_OUT = tuple(f"{corpus}-reworded-{round_}" for round_ in HELD_OUT_ROUNDS for corpus in REWORDED_CORPORA)
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".

@@ -13,11 +13,12 @@ used: it stays unseen.
 
 HELD_OUT lists the sets no setting may be tuned on; the others are for tuning.
 
-REWORDED_PHRASINGS .. REWORDED_PHRASINGS_13 are tables of wordings written (sessions 8 to 16) by
+REWORDED_PHRASINGS .. REWORDED_PHRASINGS_14 are tables of wordings written (sessions 8 to 17) by
 helpers that had never seen the question reader or any set, each committed before the reader was
 changed after it. The first twelve were each measured once while held out (rounds 2-13 of
-evals/README.md), then tuned on; the thirteenth is the held-out wording now (round 14:
-`unseen-starlette-reworded-13`, and lang_sets.REWORDED_SETS).
+evals/README.md), then tuned on; the thirteenth and fourteenth are held out now (rounds 14 and 15:
+`unseen-starlette-reworded-13`, `-14`, and lang_sets.REWORDED_SETS). Round 14 was measured once
+(session 16) and never tuned on; the learned reading of session 17 was fit on neither.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ REWORDED_SETS = {
     "unseen-starlette-reworded-11": "starlette",
     "unseen-starlette-reworded-12": "starlette",
     "unseen-starlette-reworded-13": "starlette",
+    "unseen-starlette-reworded-14": "starlette",
 }
 # docstring -> function sets of libraries nobody tuned on, each searched in its libraries'
 # docstring-stripped copy. unseen-docstring was looked at while the confidence weights were chosen
@@ -74,7 +76,13 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
-HELD_OUT = ("unseen-starlette", "unseen-starlette-reworded-13", "unseen-docstring-2", "unseen-docstring-4")
+HELD_OUT = (
+    "unseen-starlette",
+    "unseen-starlette-reworded-13",
+    "unseen-starlette-reworded-14",
+    "unseen-docstring-2",
+    "unseen-docstring-4",
+)
 WORK_DIR = REPO_ROOT / ".state" / "eval-unseen"
 SEED = 20261124
 QUESTIONS = {"callers": 14, "callees": 8, "subclasses": 8}
@@ -1072,6 +1080,89 @@ REWORDED_PHRASINGS_13: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
 }
+
+# Round 15 (session 17): written by a helper that never saw /work, committed before it was measured.
+REWORDED_PHRASINGS_14: dict[str, tuple[tuple[str, str], ...]] = {
+    "callers": (
+        ("terse-two-word", "who calls {x}"),
+        (
+            "anxious-beginner-context-first",
+            "I'm new to this repo and need to change `{x}`, but I'm scared of breaking stuff. "
+            "Where is it being used from? Like which functions actually call it?",
+        ),
+        (
+            "non-native-article-slip",
+            "please tell me which functions are calling the {x}, i need know this before refactor",
+        ),
+        ("german-mixed-call-sites", "wo wird {x}() überall aufgerufen? brauche alle caller"),
+        (
+            "ide-incoming-hierarchy",
+            "incoming call hierarchy for `{x}` - only the methods that invoke it, not imports or comments",
+        ),
+        (
+            "code-review-signature-change",
+            'Before we merge this signature change to "{x}", can someone list every function that '
+            "invokes it? Each of those call sites will need updating.",
+        ),
+        (
+            "formal-passive-with-instantiation",
+            "Enumerate all functions and methods from which {x} is invoked, including locations "
+            "where it is instantiated.",
+        ),
+        ("go-rust-fn-call-into", "which fns call into {x}? want the upstream side of the call graph"),
+    ),
+    "callees": (
+        ("terse-noun", "{x} callees"),
+        ("casual-question-parens", "what does {x}() call internally?"),
+        (
+            "non-native-word-order",
+            "inside of {x} body which other functions it is calling? i want see what it depends on",
+        ),
+        ("spanish-mixed", "qué funciones llama {x} por dentro? need the list of calls it makes"),
+        (
+            "cpp-outgoing-explicit-direction",
+            "Outgoing calls from `{x}` - just the functions it invokes directly in its own body, "
+            "not the ones that invoke it.",
+        ),
+        (
+            "perf-ticket-explain-then-ask",
+            "Perf ticket: '{x}' gets slow on large inputs. First step is to enumerate every "
+            "function/method it calls so we can profile them one by one.",
+        ),
+        ("senior-delegation-trace", "trace down from {x}: which helpers does it delegate to?"),
+        (
+            "formal-relative-clause",
+            "Functions and methods that are invoked within the implementation of {x}.",
+        ),
+    ),
+    "subclasses": (
+        ("terse-noun", "subclasses of {x}"),
+        (
+            "java-extends-transitive",
+            "which classes extend {x}? include indirect ones too, the whole hierarchy below it",
+        ),
+        (
+            "csharp-ts-implements-interface",
+            "who implements `{x}`? looking for every concrete class deriving from that base/interface",
+        ),
+        (
+            "beginner-explains-structure",
+            "I'm trying to get my head around the class structure. {x} looks like some kind of base "
+            "class - what classes are built on top of it, i.e. inherit from it?",
+        ),
+        (
+            "non-native-family-metaphor",
+            "give me all child classes of {x} please, also the grandchildren ones",
+        ),
+        ("french-mixed", 'quelles classes héritent de "{x}" ? directement ou indirectement'),
+        (
+            "review-abstract-method-impact",
+            "If we add an abstract method to `{x}`, every descendant breaks. Can you list the derived "
+            "classes so we know what has to implement it?",
+        ),
+        ("cpp-derived-types-shorthand", "derived types of {x} (transitive)"),
+    ),
+}
 # the wordings each reworded set is asked in
 REWORDED_TABLES = {
     "unseen-starlette-reworded": REWORDED_PHRASINGS,
@@ -1087,6 +1178,7 @@ REWORDED_TABLES = {
     "unseen-starlette-reworded-11": REWORDED_PHRASINGS_11,
     "unseen-starlette-reworded-12": REWORDED_PHRASINGS_12,
     "unseen-starlette-reworded-13": REWORDED_PHRASINGS_13,
+    "unseen-starlette-reworded-14": REWORDED_PHRASINGS_14,
 }
 
 
