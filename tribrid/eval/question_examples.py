@@ -5,7 +5,9 @@ reads questions by, from the tuning data only:
   and the reworded rounds), except the rounds held out (unseen_sets.HELD_OUT, lang_sets.HELD_OUT),
   labelled with the relation it asks for;
 - "none": the how-to questions of evals/howto/questions.jsonl, and the queries of the prose tuning
-  sets (docstring, FAQ) and of the identifier set.
+  sets (docstring, FAQ) and of the identifier set;
+- the question banks of evals/questions/ (QUESTION_BANKS), each labelled by the helper that wrote
+  it: every relation, and questions that ask none.
 
     .venv/bin/python -m tribrid.eval.question_examples
 """
@@ -22,6 +24,10 @@ from tribrid.eval.build_sets import SETS_DIR
 from tribrid.query_examples import EXAMPLES, NO_RELATION, Example, mask_names
 
 HOWTO = REPO_ROOT / "evals" / "howto" / "questions.jsonl"
+QUESTIONS_DIR = REPO_ROOT / "evals" / "questions"
+# Each written by a helper that never saw /work, in one style (evals/README.md, "A learned reading
+# of questions"): rows {"text": a wording with {x} for the name, "reading": its label}.
+QUESTION_BANKS = ("terse", "chatty", "multilingual", "communities", "task-driven")
 NO_RELATION_SETS = (
     "docstring",
     "unseen-docstring",
@@ -47,17 +53,31 @@ def _queries(path: Path) -> list[str]:
         return [json.loads(line)["query"] for line in lines]
 
 
-def build() -> list[Example]:
+def bank(name: str) -> list[Example]:
+    """A question bank's rows, the name still written `{x}`."""
+    with (QUESTIONS_DIR / f"{name}.jsonl").open(encoding="utf-8") as lines:
+        return [Example(row["text"], row["reading"]) for row in map(json.loads, lines)]
+
+
+def build(banks: tuple[str, ...] = QUESTION_BANKS) -> list[Example]:
+    """The examples, masked; `banks`: the question banks among them (all, but in a lab that holds
+    one out)."""
     examples: dict[str, Example] = {}
+
+    def add(text: str, reading: str) -> None:
+        masked = mask_names(text)
+        examples.setdefault(masked, Example(masked, reading))
+
     for table in _tuning_tables():
         for relation, wordings in table.items():
             for _family, wording in wordings:
-                text = mask_names(wording.format(x=NAME))
-                examples.setdefault(text, Example(text, relation))
+                add(wording.format(x=NAME), relation)
     prose = _queries(HOWTO) + [q for name in NO_RELATION_SETS for q in _queries(SETS_DIR / f"{name}.jsonl")]
     for query in prose:
-        text = mask_names(query)
-        examples.setdefault(text, Example(text, NO_RELATION))
+        add(query, NO_RELATION)
+    for name in banks:
+        for row in bank(name):
+            add(row.text.format(x=NAME), row.reading)
     return list(examples.values())
 
 
