@@ -48,7 +48,8 @@ _REACH_VERBS = frozenset(
 )
 _IN_NOUNS = ("caller", "instance", "usages", "incoming", "fanin", "invoker")
 _OUT_NOUNS = ("callee", "outgoing", "fanout", "downstream", "internally", "internal")
-_PRONOUN = re.compile(r"\b(?:it|itself)\b", re.IGNORECASE)
+# stand for the name said before ("what does that one invoke itself?")
+_PRONOUN = re.compile(r"\b(?:it|itself|(?:this|that) one)\b", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.?!])(?<!\bi\.e\.)(?<!\be\.g\.)\s+")  # "i.e." ends no sentence
 _TOWARD = frozenset(("to", "into", "on"))  # "a call to X", "calls into X"
 _AGENT = frozenset(("by", "from", "inside", "within", "in"))  # "called by X", "invoked from within X"
@@ -70,7 +71,7 @@ _FUNCTION_WORDS = frozenset(
     who whom where when why how is are was were be been being do does did done has have had am get
     gets got me my our us you your i we here there still also just only really exactly code
     function functions method methods class classes routine routines place places part parts path
-    paths new way""".split()
+    paths new way one""".split()
 )
 _AUXILIARIES = frozenset(("is", "are", "was", "were"))
 
