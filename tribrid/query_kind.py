@@ -11,7 +11,7 @@ names when the caller has them), no store, no model.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, get_args
 
@@ -261,7 +261,7 @@ def read_question(query: str, names: Container[str] = frozenset()) -> tuple[str,
     read = read_by_families(query, names)
     if read.intent is not None and _probability(read) >= MIN_PROBABILITY_OF_A_FAMILY_READING:
         return read
-    learned = _read_parts(quote_known_names(_BREADCRUMB.sub(": ", query), names), _learned_reading)
+    learned = _read_parts(quote_known_names(_BREADCRUMB.sub(": ", query), names), _by_learned_reader)
     return learned if learned.intent is not None else Reading(read.part, None)
 
 
@@ -283,11 +283,11 @@ def read_by_families(query: str, names: Container[str] = frozenset()) -> Reading
     used: with several ("why is the matrix update slow when I add children to a group") which
     one is asked about would be a guess."""
     query = _BREADCRUMB.sub(": ", query)
-    read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch), _read_misspelled)
+    read = _read_parts(quote_known_names(query, names, _IMPORT_VERB.fullmatch), _by_families)
     if read.intent is None and asks(query):
         quoted = quote_known_names(query, names)
         if len({name.lower() for name in _QUOTED.findall(quoted)}) == 1:
-            again = _read_parts(quoted, _read_misspelled)
+            again = _read_parts(quoted, _by_families)
             if again.intent is not None:
                 return again
     return read
@@ -306,16 +306,23 @@ def _probability(read: Reading) -> float:
     return query_examples.probabilities(read.part[-MAX_QUESTION_CHARS:])[read.intent]
 
 
-def _learned_reading(text: str) -> Intent | None:
-    """The relation the learned reader finds likeliest for a text that names something and says
-    something more (a menu path's last step, "'X'", asks nothing: the longer part is read next);
-    None when that is none. A clause that opens with "not" is left out, as the families leave it."""
-    text = _drop_denials(_unquote_fragments(text))
+def _by_learned_reader(parts: list[str]) -> list[Intent | None]:
+    """The relation the learned reader finds likeliest for each part that names something and
+    says something more (a menu path's last step, "'X'", asks nothing: the longer part is read
+    next); None where that is none. A clause that opens with "not" is left out, as the families
+    leave it. One batch for all parts: the reader's cost is mostly per call."""
+    texts = [_drop_denials(_unquote_fragments(part))[-MAX_QUESTION_CHARS:] for part in parts]
+    asking = [i for i, text in enumerate(texts) if _names_and_says_more(text)]
+    readings: list[Intent | None] = [None] * len(parts)
+    read = query_examples.probabilities_of([texts[i] for i in asking])
+    for i, probability in zip(asking, read, strict=True):
+        readings[i] = _INTENTS.get(max(sorted(probability), key=probability.__getitem__))
+    return readings
+
+
+def _names_and_says_more(text: str) -> bool:
     names = set(written_names(text))
-    if not names_anything(text) or all(word in names for word in _PLAIN_WORD.findall(text)):
-        return None
-    probability = query_examples.probabilities(text[-MAX_QUESTION_CHARS:])
-    return _INTENTS.get(max(sorted(probability), key=probability.__getitem__))
+    return names_anything(text) and not all(word in names for word in _PLAIN_WORD.findall(text))
 
 
 class Reading(NamedTuple):
@@ -330,9 +337,18 @@ _INTENTS: dict[str, Intent] = {intent: intent for intent in get_args(Intent)}
 _BREADCRUMB = re.compile(r"\s+(?:-+>|=>|>|\u2192|\u00bb)\s+")
 
 
-def _read_parts(query: str, read: Callable[[str], Intent | None]) -> Reading:
-    """The reading of the message without its closing remarks, else of the whole message, each
-    part read by `read`."""
+# Reads a message's parts, the last sentence first: an intent or None for each, lazily where that
+# saves work (the families stop at the first part they read; the learned reader reads all at once).
+PartsReader = Callable[[list[str]], Iterable[Intent | None]]
+
+
+def _by_families(parts: list[str]) -> Iterable[Intent | None]:
+    return map(_read_misspelled, parts)
+
+
+def _read_parts(query: str, read: PartsReader) -> Reading:
+    """The reading of the message without its closing remarks, else of the whole message, its
+    parts read by `read`."""
     end = _closing_remarks(query)
     if end < len(query):
         reading = _read_sentences(query[:end], read)
@@ -381,17 +397,17 @@ _BIDS = frozenset(
 )
 
 
-def _read_sentences(query: str, read: Callable[[str], Intent | None]) -> Reading:
+def _read_sentences(query: str, read: PartsReader) -> Reading:
     breaks = (m.end() for m in _SENTENCE_BREAK.finditer(query))
     starts = [start for start in breaks if len(query) - start <= MAX_QUESTION_CHARS][-MAX_QUESTION_SENTENCES:]
     if len(query) <= MAX_QUESTION_CHARS:
         starts.insert(0, 0)  # the whole message, tried last
     window = query[starts[0] :] if starts else ""  # the longest part tried
+    parts = []
     for start in reversed(starts):
         part = query[start:]
-        if not names_anything(part):
-            part = resolve_pronouns(part, query[:start])
-        intent = read(_main_clause(part))
+        parts.append(part if names_anything(part) else resolve_pronouns(part, query[:start]))
+    for part, intent in zip(parts, read([_main_clause(part) for part in parts]), strict=False):
         if intent is not None:
             # a question that names nothing ("Address -- who relies on it? list every caller")
             # is about a name the message wrote before it: the part to seed on is the whole window
