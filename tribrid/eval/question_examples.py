@@ -27,7 +27,15 @@ HOWTO = REPO_ROOT / "evals" / "howto" / "questions.jsonl"
 QUESTIONS_DIR = REPO_ROOT / "evals" / "questions"
 # Each written by a helper that never saw /work, in one style (evals/README.md, "A learned reading
 # of questions"): rows {"text": a wording with {x} for the name, "reading": its label}.
-QUESTION_BANKS = ("terse", "chatty", "multilingual", "communities", "task-driven")
+QUESTION_BANKS = (
+    "terse",
+    "chatty",
+    "multilingual",
+    "communities",
+    "task-driven",
+    "more-languages",
+    "everyone",
+)
 NO_RELATION_SETS = (
     "docstring",
     "unseen-docstring",
