@@ -1,6 +1,7 @@
 """What kind of question a query is: read by the graph leg (which way to walk) and the gateway
 (how much to trust each leg). Plain functions over the query text (and the corpus's definition
-names when the caller has them), no store, no model.
+names when the caller has them), no store: phrasing families written as data, checked and
+completed by the learned reader of `tribrid.query_examples` (a small classifier fit at start-up).
 
 - structural: asks about code structure ("who calls X", "subclasses of Y", "methods of Z");
 - identifier: names code and little else ("parse_args", "HTTPStatusError", "Context.invoke");
