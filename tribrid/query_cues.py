@@ -175,10 +175,10 @@ def _unwritten_name(words: list[str]) -> int | None:
     return None
 
 
-def asks(query: str, words: list[str] | None = None) -> bool:
+def asks(query: str) -> bool:
     """The text is a question or a request: a question mark, or a question or request word
     first. Unlike a few words typed in a search box, prose never is ("Render a parent block")."""
-    words = _words(query) if words is None else words
+    words = _words(query)
     return (
         "?" in query
         or (bool(words) and words[0].lower() in _OPENERS)

@@ -96,6 +96,12 @@ def probabilities(text: str) -> dict[str, float]:
     return probabilities_of([text])[0]
 
 
+def likeliest(probability: dict[str, float]) -> str:
+    """The label with the highest probability (the first by name on a tie: the same text always
+    reads the same)."""
+    return max(sorted(probability), key=probability.__getitem__)
+
+
 def probabilities_of(texts: Sequence[str]) -> list[dict[str, float]]:
     """`probabilities` of each text, in one call to the classifier."""
     if not texts:

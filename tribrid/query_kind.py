@@ -317,7 +317,7 @@ def _by_learned_reader(parts: list[str]) -> list[Intent | None]:
     readings: list[Intent | None] = [None] * len(parts)
     read = query_examples.probabilities_of([texts[i] for i in asking])
     for i, probability in zip(asking, read, strict=True):
-        readings[i] = _INTENTS.get(max(sorted(probability), key=probability.__getitem__))
+        readings[i] = _INTENTS.get(query_examples.likeliest(probability))
     return readings
 
 

@@ -74,8 +74,7 @@ class Score:
 
 
 def _learned_alone(text: str) -> str | None:
-    probability = query_examples.probabilities(text)
-    return max(sorted(probability), key=probability.__getitem__)
+    return query_examples.likeliest(query_examples.probabilities(text))
 
 
 def _readers() -> dict[str, Callable[[str], str | None]]:
