@@ -56,7 +56,7 @@ demo: serve
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy tribrid services tests bench
+	$(BIN)/mypy tribrid services tribridctl evaluation tests bench
 
 unit: install
 	$(BIN)/pytest -q
@@ -94,17 +94,17 @@ clean: stop down
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
 eval: serve
-	$(PY) -m tribrid.eval.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
+	$(PY) -m evaluation.run $(if $(SETS),--sets $(SETS),) $(if $(LEGS),--legs $(LEGS),)
 
 # Every leg's whole list per query (no re-index), then the same lists fused by each rule in
 # bench/fusion_lab.py: nDCG@10 per set and rule, next to the best single leg.
 fusion-lab: serve
-	$(PY) -m tribrid.eval.run --no-index --top-k 30 --keep-lists --out .state/fusion-lab
+	$(PY) -m evaluation.run --no-index --top-k 30 --keep-lists --out .state/fusion-lab
 	$(PY) -m bench.fusion_lab .state/fusion-lab/eval-latest.json
 
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install
-	$(PY) -m tribrid.eval.build_sets
+	$(PY) -m evaluation.build_sets
 
 # Graph expansion's effect on the document sets (bench/bench_expansion.py): fused with and without
 # it (both placements), nDCG@10 and R@20, the questions it changed; writes evals/results/expansion-*.
@@ -116,7 +116,7 @@ eval-expansion: serve
 # typescript into .state/eval-unseen/npm, fetches both code bases (npm pack, apt-get download),
 # reads them with the TypeScript compiler API and javac's tree API (see evals/README.md).
 eval-sets-langs: install
-	$(PY) -m tribrid.eval.lang_sets
+	$(PY) -m evaluation.lang_sets
 
 # Search load on one service, ghz-style: make load LEG=vector|sparse|graph|fusion [CONCURRENCY=8 DURATION=20]
 # SETS="faq-perl faq-sed": only those eval sets' questions (the document corpora).
@@ -133,7 +133,7 @@ load: install
 # writes evals/results/ner-latest.json and .png. Needs no stores.
 .PHONY: eval-ner
 eval-ner: install
-	$(PY) -m tribrid.eval.ner
+	$(PY) -m evaluation.ner
 
 .PHONY: bench bench-techniques bench-ner bench-vector-recall
 

@@ -29,8 +29,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.procstack import free_port
+from evaluation import REPO_ROOT
 from services.indexer.document_graph import similar_chunks
-from tribrid.config import REPO_ROOT, load_config
+from tribrid.config import load_config
 from tribrid.graphstore import open_graph_store
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity

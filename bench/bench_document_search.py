@@ -24,12 +24,12 @@ from pathlib import Path
 from bench.procstack import free_port
 from services.graph.documents import DocumentSettings, document_expansion, document_search
 from services.graph.search import GraphResult
+from services.graph.snapshot import GraphSnapshot
 from tribrid.config import TriBridConfig, load_config
 from tribrid.graphstore.base import GraphReader, graph_key
-from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
+from tribrid.resources import Resources
 from tribrid.search_common import SearchParams
-from tribrid.serve import Resources
 from tribrid.stores import embedded
 
 CORPUS = "bench-docsearch"

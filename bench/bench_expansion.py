@@ -13,7 +13,7 @@ running gateway once per variant:
   among the twenty fused matches, in the top ten too.
 
 Each answer is scored on its first 10 / 20 matches as `make eval` scores the sets (strict and
-loose relevance, tribrid.eval.metrics): nDCG@10 and recall@20. A question "changed" when a
+loose relevance, evaluation.metrics): nDCG@10 and recall@20. A question "changed" when a
 relevant answer span is found in the top 10 (or 20) with expansion and not without (gained), or
 the other way round (lost); a gain credited to an expanded match is counted apart. Prints a table
 and the changed questions, and writes evals/results/expansion-<time>.json, expansion-latest.json
@@ -39,9 +39,8 @@ import grpc
 from rich.console import Console
 from rich.table import Table
 
-from tribrid.config import REPO_ROOT, load_config
-from tribrid.eval import build_sets, doc_sets
-from tribrid.eval.metrics import (
+from evaluation import REPO_ROOT, build_sets, doc_sets
+from evaluation.metrics import (
     TOLERANCE,
     Matcher,
     Span,
@@ -50,7 +49,8 @@ from tribrid.eval.metrics import (
     ndcg_at,
     recall_at,
 )
-from tribrid.eval.run import EvalQuery, ensure_indexed, load_sets
+from evaluation.run import EvalQuery, ensure_indexed, load_sets
+from tribrid.config import load_config
 from tribrid.options import set_option
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, legs_pb2
 

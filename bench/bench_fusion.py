@@ -38,8 +38,9 @@ from rich.table import Table
 
 from bench.report import write_report
 from bench.server_cpu import cpu_seconds, server_roots
+from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
-from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from tribrid.config import TriBridConfig, load_config
 from tribrid.legs import LEGS
 from tribrid.server import ServiceSpec, start_server
 from tribrid.stores.postgres import create_pool

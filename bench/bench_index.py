@@ -21,14 +21,15 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from evaluation import REPO_ROOT
+from services.indexer.chunker import chunk_file
 from services.indexer.graph_writer import discard_uncommitted, drop_generation
 from services.indexer.pg_writer import delete_corpus
 from services.indexer.pipeline import IndexPipeline
-from tribrid.config import REPO_ROOT, load_config
+from services.indexer.walker import SourceFile, walk_corpus
+from tribrid.config import load_config
 from tribrid.embedding import Embedder
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.walker import SourceFile, walk_corpus
-from tribrid.serve import Resources
+from tribrid.resources import Resources
 from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import indexer_pb2
 

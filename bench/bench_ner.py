@@ -26,13 +26,14 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.report import write_report
-from tribrid.config import REPO_ROOT, load_config
+from evaluation import REPO_ROOT
+from services.indexer.chunker import chunk_file
+from services.indexer.doc_chunks import DOCUMENT_CHUNK_KIND
+from services.indexer.walker import SourceFile, walk_corpus
+from tribrid.config import load_config
 from tribrid.embedding import LocalEmbedder
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.doc_chunks import DOCUMENT_CHUNK_KIND
-from tribrid.indexing.entities import EntityRecognizer
-from tribrid.indexing.walker import SourceFile, walk_corpus
 from tribrid.models import Chunk
+from tribrid.ner import EntityRecognizer
 
 RESULTS = REPO_ROOT / "bench" / "results"
 console = Console()

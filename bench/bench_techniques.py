@@ -35,11 +35,11 @@ from rich.table import Table
 from bench import click_corpus
 from bench.procstack import free_port
 from bench.report import write_report
+from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
 from tribrid.config import (
-    REPO_ROOT,
     GenerationConfig,
     HydeSettings,
     MultiQuerySettings,
@@ -47,9 +47,10 @@ from tribrid.config import (
     load_config,
 )
 from tribrid.legs import LEGS
-from tribrid.serve import ALL_SERVICES, Resources, start_services
+from tribrid.resources import Resources
 from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, indexer_pb2_grpc
+from tribridctl.compose import ALL_SERVICES, start_services
 
 RESULTS = REPO_ROOT / "bench" / "results"
 CORPUS = "bench-techniques"

@@ -3,10 +3,10 @@
     .venv/bin/python -m bench.calls_quality [PATH ...]
 
 PATH is a Python package directory (default: the installed `click`, `anyio` and `starlette`, then
-the TypeScript and Java code bases of tribrid.eval.lang_sets). A Python package is copied under a
+the TypeScript and Java code bases of evaluation.lang_sets). A Python package is copied under a
 temporary root so module names are real import names (click.core), then:
 
-* reference: a small resolver written here, independent of tribrid.indexing: calls of same-module
+* reference: a small resolver written here, independent of services.indexer: calls of same-module
   functions and classes, `self.m()` / `cls.m()` / `super().m()` inside a class (inherited methods of
   corpus classes included), and names reached through `import x` / `from x import f` across corpus
   modules (re-exports followed), and decorators. Calling a class counts as calling the class and
@@ -46,13 +46,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluation import lang_sets, unseen_sets
+from evaluation.lang_sets import Extracted
+from evaluation.unseen_sets import Entity as LangEntity
+from services.indexer.chunker import chunk_file
+from services.indexer.graph import extract_file, resolve_corpus
+from services.indexer.walker import SourceFile, walk_corpus
 from tribrid.config import IndexerConfig
-from tribrid.eval import lang_sets, unseen_sets
-from tribrid.eval.lang_sets import Extracted
-from tribrid.eval.unseen_sets import Entity as LangEntity
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.graph import extract_file, resolve_corpus
-from tribrid.indexing.walker import SourceFile, walk_corpus
 from tribrid.models import Entity
 
 Pair = tuple[str, str]
@@ -591,7 +591,7 @@ def ours_split(root: Path) -> tuple[set[Pair], set[Pair]]:
 
 def tool_name_score(name: str, root: Path, extracted: Extracted) -> NameScore:
     """Our edges against the call sites by name that the TypeScript compiler API or javac's tree
-    API report (tribrid.eval.lang_sets). Our caller is the reference's function in the same file
+    API report (evaluation.lang_sets). Our caller is the reference's function in the same file
     whose first line is within 2 of ours (the nearest); callers the reference does not define
     (nested functions, object-literal methods) are counted apart."""
     functions = [d for d in extracted.defs if d.kind == "function"]

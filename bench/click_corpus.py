@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from tribrid.config import REPO_ROOT
+from evaluation import REPO_ROOT
 
 QUERIES = [
     "parse command line options",

@@ -38,7 +38,7 @@ from rich.table import Table
 from bench import click_corpus
 from bench.procstack import ProcessStack, stack_config
 from bench.report import write_report
-from tribrid.config import REPO_ROOT
+from evaluation import REPO_ROOT
 from tribrid.legs import LEG_NAMES, source_name
 from tribrid.stores.embedded import falkordb, postgres
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc

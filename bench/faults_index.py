@@ -41,10 +41,11 @@ from rich.table import Table
 
 from bench.procstack import service_env, stack_config
 from bench.report import write_report
+from evaluation import REPO_ROOT
 from services.indexer.consistency import Consistency, check_corpus, falkordb_graph_keys
 from services.indexer.pipeline import IndexPipeline
-from tribrid.config import REPO_ROOT, TriBridConfig
-from tribrid.serve import Resources
+from tribrid.config import TriBridConfig
+from tribrid.resources import Resources
 from tribrid.stores import embedded
 from tribrid.stores.embedded import postgres
 

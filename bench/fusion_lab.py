@@ -6,7 +6,7 @@ corpus's profile from PostgreSQL), fuses with `services.fusion.fuse`, and scores
 the eval's metrics. One table: nDCG@10 per set for each rule, next to each set's best single leg,
 so a rule can be chosen on the tuning sets and read on the held-out ones.
 
-    .venv/bin/python -m tribrid.eval.run --no-index --top-k 30 --keep-lists --out /tmp/lab
+    .venv/bin/python -m evaluation.run --no-index --top-k 30 --keep-lists --out /tmp/lab
     .venv/bin/python -m bench.fusion_lab /tmp/lab/eval-latest.json
 """
 
@@ -25,13 +25,13 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.report import write_report
+from evaluation import REPO_ROOT, build_sets, doc_sets, lang_sets, unseen_sets
+from evaluation.metrics import Span, is_match, is_strict_match, score_query
+from evaluation.run import SET_NAMES, EvalQuery, load_sets
 from services.fusion.fuse import Fused, Ranked, keep_leg_order, rrf, weighted
 from services.fusion.gateway import confident_weights, plan
-from tribrid.config import REPO_ROOT, FusionConfig, load_config
+from tribrid.config import FusionConfig, load_config
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
-from tribrid.eval import build_sets, doc_sets, lang_sets, unseen_sets
-from tribrid.eval.metrics import Span, is_match, is_strict_match, score_query
-from tribrid.eval.run import SET_NAMES, EvalQuery, load_sets
 from tribrid.stores.postgres import create_pool
 from tribrid.v1 import common_pb2
 
@@ -143,7 +143,7 @@ def lab_queries(report: Mapping[str, Any], sets: Mapping[str, tuple[str, list[Ev
             confident = confident_weights(fusion_plan, scores)[0]
             out.append(
                 LabQuery(
-                    set_name, query, lists, where, fusion_plan.weights, fusion_plan.query_kind, confident
+                    set_name, query, lists, where, fusion_plan.weights, fusion_plan.reading.kind, confident
                 )
             )
     return out

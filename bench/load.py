@@ -33,7 +33,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tribrid.config import REPO_ROOT, load_config
+from evaluation import REPO_ROOT
+from tribrid.config import load_config
 from tribrid.legs import BY_NAME, LEG_NAMES, search_method
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
 

@@ -35,7 +35,7 @@ from bench.faults import CORPUS, GatewayLoad
 from bench.load import percentile
 from bench.procstack import SERVICE_NAMES, ProcessStack, process_rss_mb, stack_config
 from bench.report import write_report
-from tribrid.config import REPO_ROOT
+from evaluation import REPO_ROOT
 
 RESULTS = REPO_ROOT / "bench" / "results"
 console = Console(width=max(Console().width, 140))

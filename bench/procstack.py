@@ -20,7 +20,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from evaluation import REPO_ROOT
+from tribrid.config import TriBridConfig, load_config
 from tribrid.stores import embedded
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
 
@@ -111,7 +112,7 @@ class ProcessStack:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_file:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tribrid.cli", "serve", name],
+                [sys.executable, "-m", "tribridctl.cli", "serve", name],
                 env=service_env(self.cfg, self.env),
                 cwd=REPO_ROOT,
                 stdout=log_file,

@@ -28,10 +28,11 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.report import write_report
-from tribrid.config import REPO_ROOT, load_config
+from evaluation import REPO_ROOT
+from evaluation.build_sets import SETS_DIR
+from evaluation.run import SET_NAMES, load_sets
+from tribrid.config import load_config
 from tribrid.embedding import LocalEmbedder
-from tribrid.eval.build_sets import SETS_DIR
-from tribrid.eval.run import SET_NAMES, load_sets
 
 console = Console()
 SCANS = (("strict_order", 100), ("strict_order", 400), ("relaxed_order", 100), ("relaxed_order", 400))

@@ -17,14 +17,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from bench.procstack import free_port
-from tribrid.config import REPO_ROOT, TriBridConfig, load_config
+from tests import REPO_ROOT
+from tribrid.config import TriBridConfig, load_config
 from tribrid.graphstore.base import graph_key
 from tribrid.legs import BY_NAME
 from tribrid.models import Entity, Relation
-from tribrid.serve import ALL_SERVICES, Resources, start_services
+from tribrid.resources import Resources
 from tribrid.server import RunningServer
 from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_options_pb2, indexer_pb2, indexer_pb2_grpc
+from tribridctl.compose import ALL_SERVICES, start_services
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,9 @@ from typing import Any
 from google.protobuf.json_format import MessageToJson
 
 from services.indexer.pipeline import IndexPipeline
-from tribrid.config import REPO_ROOT, TriBridConfig, load_config
-from tribrid.serve import Resources
+from tests import REPO_ROOT
+from tribrid.config import TriBridConfig, load_config
+from tribrid.resources import Resources
 
 
 def worker_env(cfg: TriBridConfig) -> dict[str, str]:

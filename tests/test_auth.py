@@ -22,7 +22,7 @@ from tests.conftest import SAMPLE_CORPUS, Stack, StoredChunk, store_committed_ch
 from tribrid import auth
 from tribrid.config import AuthConfig, TokenConfig, TriBridConfig
 from tribrid.options import RequestError
-from tribrid.serve import ALL_SERVICES, Resources, _with_leg_addresses, start_services
+from tribrid.resources import Resources
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
     common_pb2,
@@ -32,6 +32,7 @@ from tribrid.v1 import (
     indexer_pb2_grpc,
     vector_pb2_grpc,
 )
+from tribridctl.compose import ALL_SERVICES, _with_leg_addresses, start_services
 
 OTHER_CORPUS = "auth-other"
 # name -> (token, scopes, corpora)

@@ -18,8 +18,8 @@ from bench.bench_expansion import (
     summarize,
     variants,
 )
-from tribrid.eval.metrics import Span, is_strict_match, score_query
-from tribrid.eval.run import EvalQuery
+from evaluation.metrics import Span, is_strict_match, score_query
+from evaluation.run import EvalQuery
 from tribrid.options import option_values
 from tribrid.v1 import common_pb2, fusion_pb2, legs_pb2
 

@@ -119,7 +119,7 @@ async def test_search_json_round_trip_camel_and_snake_case(client: httpx.AsyncCl
     )
     assert snake.status_code == 200, snake.text
     files = [m["filePath"] for m in snake.json()["matches"]]
-    assert len(files) == len(set(files)) and "weighted" in snake.json()["fusionMethod"].lower()
+    assert len(files) == len(set(files)) and snake.json()["fusionMethod"] == "FUSION_METHOD_WEIGHTED"
 
 
 @pytest.mark.parametrize(

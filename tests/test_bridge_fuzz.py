@@ -18,8 +18,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from services.bridge.service import BridgeServer, start_bridge
+from tests import REPO_ROOT
 from tests.conftest import Stack
-from tribrid.config import REPO_ROOT
 from tribrid.v1 import indexer_pb2
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("TRIBRID_FUZZ_EXAMPLES", "12"))

@@ -1,4 +1,4 @@
-"""The calls_quality bench's own reference (written apart from tribrid.indexing) and our extractor
+"""The calls_quality bench's own reference (written apart from services.indexer) and our extractor
 agree on calls through receivers whose class the code states, and neither follows the others."""
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 
+from tests import REPO_ROOT
 from tests.conftest import SAMPLE_CORPUS, Stack
-from tribrid.config import REPO_ROOT
 from tribrid.v1 import indexer_pb2
 
 
@@ -29,7 +29,7 @@ async def cli(stack: Stack, *args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tribrid.cli",
+        "tribridctl.cli",
         *args,
         cwd=REPO_ROOT,
         env=env,
@@ -78,8 +78,8 @@ async def test_bad_search_exits_non_zero_with_the_reason(
 
 
 def test_an_expanded_match_is_marked_with_where_expansion_reached_it_from() -> None:
-    from tribrid import cli as cli_module
-    from tribrid.v1 import common_pb2, fusion_pb2, legs_pb2
+    from tribrid.v1 import common_pb2, fusion_options_pb2, fusion_pb2, legs_pb2
+    from tribridctl import cli as cli_module
 
     found = common_pb2.ChunkMatch(chunk_id="c1", file_path="pole.md", start_line=1, end_line=9, score=0.9)
     found.explain.add(leg=legs_pb2.LEG_VECTOR, rank=1, raw_score=0.71)
@@ -91,7 +91,9 @@ def test_an_expanded_match_is_marked_with_where_expansion_reached_it_from() -> N
     entry.graph.relationship_types.extend(["mentions", "mentions"])
     entry.graph.edges.add(count=2)
     entry.graph.edges.add(count=1)
-    reply = fusion_pb2.FusionSearchResponse(matches=[found, added], fusion_method="weighted")
+    reply = fusion_pb2.FusionSearchResponse(
+        matches=[found, added], fusion_method=fusion_options_pb2.FUSION_METHOD_WEIGHTED
+    )
     with cli_module.console.capture() as captured:
         cli_module.print_results("who sailed south", reply)
     lines = captured.get().splitlines()

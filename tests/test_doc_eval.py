@@ -1,9 +1,9 @@
-"""Document question sets and their strict / loose judgement (tribrid.eval)."""
+"""Document question sets and their strict / loose judgement (evaluation)."""
 
 from __future__ import annotations
 
-from tribrid.eval.doc_sets import split_perlfaq, split_sedfaq
-from tribrid.eval.metrics import Span, is_loose_match, is_strict_match, score_query
+from evaluation.doc_sets import split_perlfaq, split_sedfaq
+from evaluation.metrics import Span, is_loose_match, is_strict_match, score_query
 
 ANSWER = Span("faq.txt", 10, 29)  # 20 lines
 

@@ -17,24 +17,24 @@ from reportlab.graphics.shapes import Drawing, Rect
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from services.indexer.pipeline import IndexPipeline
-from tests.conftest import Stack, index_corpus
-from tests.test_bridge import _bridge
-from tests.test_cli import cli
-from tribrid.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_match
-from tribrid.config import IndexerConfig
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.doc_chunks import breadcrumb, estimate_tokens
-from tribrid.indexing.documents import (
+from services.indexer.chunker import chunk_file
+from services.indexer.doc_chunks import breadcrumb, estimate_tokens
+from services.indexer.documents import (
     METADATA_MAX_KEYS,
     METADATA_MAX_VALUE_CHARS,
     document_metadata,
     outline_of,
 )
-from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
+from services.indexer.pipeline import IndexPipeline
+from services.indexer.walker import Skipped, SourceFile, walk_corpus
+from tests.conftest import Stack, index_corpus
+from tests.test_bridge import _bridge
+from tests.test_cli import cli
+from tribrid.config import IndexerConfig
 from tribrid.models import Chunk
 from tribrid.stores.postgres import committed
 from tribrid.v1 import common_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+from tribridctl.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_match
 
 FIXTURES = Path(__file__).parent / "fixtures" / "documents"
 # No minimum (nothing merges) and a budget every section of the fixtures fits: a chunk per section.

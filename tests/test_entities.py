@@ -13,19 +13,18 @@ from fractions import Fraction
 import asyncpg
 import pytest
 
-from tribrid.config import EntitiesConfig, TriBridConfig
-from tribrid.indexing.entities import (
+from services.indexer.entity_cache import recognize_cached
+from services.indexer.named_entities import (
     MENTIONS,
     RELATED_TO,
     AliasMerge,
     DocumentGraph,
-    EntityRecognizer,
-    Mention,
     build_document_graph,
     normalize_name,
 )
-from tribrid.indexing.entity_cache import recognize_cached
+from tribrid.config import EntitiesConfig, TriBridConfig
 from tribrid.models import stable_id
+from tribrid.ner import EntityRecognizer, Mention
 from tribrid.stores.postgres import create_pool
 
 CORPUS = "ner-test"

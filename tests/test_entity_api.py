@@ -20,21 +20,21 @@ from google.protobuf import json_format
 from services.bridge.service import start_bridge
 from services.graph.entities import ENTITY_RELATION_TYPES, by_name, describe, walk_relations
 from services.graph.service import GraphServicer
+from services.graph.snapshot import GraphSnapshot
 from tests.conftest import Stack, StoredChunk, store_committed_chunks
 from tests.test_cli import cli
 from tests.test_graph_leg import entities_named, graph_corpus
 from tests.test_graphstore import BACKENDS, backend_config
 from tribrid.auth import RPC_SCOPES
-from tribrid.cli import _cypher_parameter
 from tribrid.config import TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import CypherRejected, CypherTimedOut, graph_key
 from tribrid.graphstore.cypher import FALKORDB, NEO4J, write_clause
 from tribrid.graphstore.cypher_store import CypherGraphStore
-from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 from tribrid.options import RequestError
 from tribrid.v1 import graph_pb2, graph_pb2_grpc
+from tribridctl.cli import _cypher_parameter
 
 GENERATION = 2
 INVALID = grpc.StatusCode.INVALID_ARGUMENT

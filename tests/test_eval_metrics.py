@@ -1,4 +1,4 @@
-"""tribrid.eval.metrics against hand-computed values, and the docstring stripper's invariants."""
+"""evaluation.metrics against hand-computed values, and the docstring stripper's invariants."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from tribrid.eval.build_sets import first_sentence, strip_docstrings
-from tribrid.eval.metrics import (
+from evaluation.build_sets import first_sentence, strip_docstrings
+from evaluation.metrics import (
     Span,
     is_match,
     judge,

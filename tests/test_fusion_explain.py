@@ -15,6 +15,7 @@ from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.config import FusionConfig
 from tribrid.corpus_profile import CorpusProfile
 from tribrid.legs import BY_NAME
+from tribrid.options import spelling
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
     common_pb2,
@@ -26,6 +27,7 @@ from tribrid.v1 import (
     indexer_pb2,
     legs_pb2,
 )
+from tribrid.v1.fusion_options_pb2 import FusionMethod
 
 # --- pure math ------------------------------------------------------------------------------------
 
@@ -102,7 +104,7 @@ def test_a_confident_leg_weighs_more_on_prose_questions_and_nothing_else_changes
     standout = [9.0] + [2.0 - 0.01 * i for i in range(29)]  # one clear winner: z about 5.37
     scores = {"vector": flat, "sparse": standout, "graph": flat}
     natural = _natural_plan()
-    assert natural.query_kind == "natural" and natural.confidence_scaled
+    assert natural.reading.kind == "natural" and natural.confidence_scaled
     weights, reason = confident_weights(natural, scores)
     assert natural.weights["vector"] > natural.weights["sparse"]
     assert weights["sparse"] > weights["vector"] and sum(weights.values()) == pytest.approx(1.0)
@@ -125,9 +127,9 @@ def test_the_corpus_names_make_a_question_about_a_plain_word_structural() -> Non
     request = common_pb2.SearchRequest(corpus_id="c", query="From where is the method replace being called?")
     cfg = FusionConfig()
     unknown = plan(cfg, request, CorpusProfile(1, 10, 0))
-    assert (unknown.query_kind, unknown.query_intent) == ("natural", "")
+    assert (unknown.reading.kind, unknown.reading.structural_intent) == ("natural", None)
     known = plan(cfg, request, CorpusProfile(1, 10, 0, frozenset({"replace", "url"})))
-    assert (known.query_kind, known.query_intent) == ("structural", "callers")
+    assert (known.reading.kind, known.reading.structural_intent) == ("structural", "callers")
     assert known.weights["graph"] > unknown.weights["graph"]
 
 
@@ -194,7 +196,7 @@ async def test_explain_carries_rank_raw_normalized_contribution(
             stack,
             common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart total price", options=options),
         )
-        assert reply.fusion_method == method
+        assert spelling(FusionMethod.DESCRIPTOR, reply.fusion_method) == method
         assert reply.matches
         answered = {r.leg for r in reply.legs if r.status == fusion_pb2.LEG_STATUS_OK}
         assert answered

@@ -147,7 +147,7 @@ def _serve_subprocess(config: TriBridConfig, service: str, port: int) -> subproc
         f"TRIBRID_SERVICES__{service.upper()}_PORT": str(port),
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "tribrid.cli", "serve", service],
+        [sys.executable, "-m", "tribridctl.cli", "serve", service],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -22,14 +22,14 @@ from services.graph.documents import (
 )
 from services.graph.search import GraphResult
 from services.graph.service import GraphServicer
+from services.graph.snapshot import GraphSnapshot
 from tests.conftest import Stack, StoredChunk, committed_graph, index_corpus
 from tests.test_document_graph import KNOWLEDGE
 from tests.test_graph_leg import FIXTURE_EDGES, GENERATION, fixture_entities, graph_corpus, graph_options
 from tribrid.config import TriBridConfig
 from tribrid.graphstore.base import GraphReader, graph_key
-from tribrid.graphstore.snapshot import GraphSnapshot
-from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity, Relation
+from tribrid.ner import EntityRecognizer
 from tribrid.search_common import SearchParams
 from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc

@@ -15,15 +15,15 @@ import pytest
 
 from services.graph.search import seed_terms
 from services.graph.service import GraphServicer
+from services.graph.snapshot import GraphSnapshot
+from services.indexer.communities import detect_communities
 from tests.conftest import Stack, StoredChunk, committed_graph
+from tests.reading_helpers import intent_of
 from tribrid.config import RELATIONSHIP_TYPES, TriBridConfig
 from tribrid.corpus_profile import CorpusProfiles
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import graph_key
-from tribrid.graphstore.communities import detect_communities
-from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
-from tribrid.query_kind import detect_intent
 from tribrid.v1 import common_pb2, graph_options_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)
@@ -157,7 +157,7 @@ def names(matches: list[common_pb2.ChunkMatch]) -> list[str]:
     ],
 )
 def test_detect_direction(query: str, direction: str | None) -> None:
-    assert detect_intent(query) == direction
+    assert intent_of(query) == direction
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def test_detect_direction(query: str, direction: str | None) -> None:
     ],
 )
 def test_detect_intent(query: str, intent: str | None) -> None:
-    assert detect_intent(query) == intent
+    assert intent_of(query) == intent
 
 
 def test_seed_terms_drop_question_words() -> None:

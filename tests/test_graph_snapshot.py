@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from services.graph.per_graph import PerGraph
+from services.graph.snapshot import GraphSnapshot
 from tests.test_graphstore import (
     ALL_ENTITY_TYPES,
     ALL_REL_TYPES,
@@ -22,7 +23,6 @@ from tests.test_graphstore import (
 from tribrid.config import TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import DIRECTIONS, graph_key
-from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 
 # Names sharing words and prefixes, so seeds come by every route: exact, prefix, fulltext word, typo.

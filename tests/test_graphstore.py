@@ -11,11 +11,11 @@ from typing import Literal
 import pytest
 from pydantic import SecretStr
 
+from services.graph.snapshot import GraphSnapshot
 from tribrid.config import CODE_ENTITY_TYPES, RELATIONSHIP_TYPES, GraphStoreConfig, TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import TraversalHit, corpus_of_key, graph_key
 from tribrid.graphstore.cypher_store import CypherGraphStore
-from tribrid.graphstore.snapshot import GraphSnapshot
 from tribrid.models import Entity, Relation
 
 ALL_REL_TYPES: list[str] = list(RELATIONSHIP_TYPES)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from services.indexer.chunker import ChunkResult, chunk_file
+from services.indexer.graph import extract_file
+from services.indexer.pysyntax import module_name, reindent_bracket_continuations
+from services.indexer.python_graph import FileGraph, UnresolvedRef, extract_python, resolve, resolve_refs
+from services.indexer.walker import SourceFile, detect_language, walk_corpus
 from tribrid.config import IndexerConfig
-from tribrid.indexing.chunker import ChunkResult, chunk_file
-from tribrid.indexing.graph import extract_file
-from tribrid.indexing.pysyntax import module_name, reindent_bracket_continuations
-from tribrid.indexing.python_graph import FileGraph, UnresolvedRef, extract_python, resolve, resolve_refs
-from tribrid.indexing.walker import SourceFile, detect_language, walk_corpus
 from tribrid.models import Chunk
 
 CORPUS = "test-corpus"

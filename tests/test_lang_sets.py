@@ -7,7 +7,7 @@ import random
 import textwrap
 from pathlib import Path
 
-from tribrid.eval.lang_sets import (
+from evaluation.lang_sets import (
     CODE_BASES,
     PHRASINGS,
     WORK_DIR,

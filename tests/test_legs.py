@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tribrid.config import REPO_ROOT
+from tests import REPO_ROOT
 
 
 def test_a_gateway_alone_finds_every_leg_service_and_the_one_that_expands() -> None:

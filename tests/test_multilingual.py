@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Stack, index_corpus
+from tribrid.options import spelling
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2,
@@ -17,6 +18,7 @@ from tribrid.v1 import (
     sparse_pb2_grpc,
     vector_pb2_grpc,
 )
+from tribrid.v1.reading_pb2 import QueryKind
 
 CORPUS = "multilingual"
 FIXTURE = Path(__file__).parent / "fixtures" / "multilingual"
@@ -115,5 +117,7 @@ async def test_a_prose_question_is_not_a_code_question_on_documents(
     stack: Stack, multilingual: indexer_pb2.IndexProgress
 ) -> None:
     reply = await fused(stack, "who is a member of the garden club")
-    assert reply.query_kind == "natural"  # on a code corpus: "structural" (class members)
+    assert (
+        spelling(QueryKind.DESCRIPTOR, reply.query_kind) == "natural"
+    )  # on a code corpus: "structural" (class members)
     assert reply.weights["graph"] == 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.eval.ner import GOLD, Labelled, load_gold, score
+from evaluation.ner import GOLD, Labelled, load_gold, score
 
 SENTENCE = "Ian Murdock founded the Debian Project in Indiana, then moved to Berlin."
 GOLD_SPANS = [

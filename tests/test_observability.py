@@ -10,8 +10,8 @@ import prometheus_client
 import yaml
 
 from services.graph.search import GraphSettings, hit_score
+from tests import REPO_ROOT
 from tests.conftest import SAMPLE_CORPUS, Stack
-from tribrid.config import REPO_ROOT
 from tribrid.graphstore.base import TraversalHit
 from tribrid.models import Entity
 from tribrid.v1 import common_pb2, fusion_pb2_grpc, indexer_pb2

@@ -222,7 +222,7 @@ async def test_valid_options_are_answered_everywhere(
     )
     reply = await http.post("/v1/search", json=json_format.MessageToDict(request(settings)))
     assert reply.status_code == 200, reply.text
-    assert reply.json()["fusionMethod"] == "weighted" and reply.json()["weights"]["graph"] == 0
+    assert reply.json()["fusionMethod"] == "FUSION_METHOD_WEIGHTED" and reply.json()["weights"]["graph"] == 0
     args = [arg for setting in settings for arg in ("-o", setting)]
     code, _out, err = await cli(stack, "search", "cart total", "--corpus", SAMPLE_CORPUS, "--json", *args)
     assert code == 0, err

@@ -128,7 +128,7 @@ def test_service_process_stops_gracefully_on_sigterm(config: TriBridConfig) -> N
         "TRIBRID_SERVICES__SPARSE_PORT": str(port),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tribrid.cli", "serve", "sparse"],
+        [sys.executable, "-m", "tribridctl.cli", "serve", "sparse"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -1,13 +1,14 @@
 """The names a question writes, what its "it" stands for, which part of a message is the question
-(tribrid.query_cues, tribrid.query_kind), and wordings no phrasing family reads. Rows are this
+(tribrid.question), and wordings no phrasing family reads. Rows are this
 file's own wordings."""
 
 from __future__ import annotations
 
 import pytest
 
-from tribrid.query_cues import asked_name, resolve_pronouns, written_names
-from tribrid.query_kind import detect_intent, read_question
+from tests.reading_helpers import intent_of
+from tribrid.question.reading import read_question
+from tribrid.question.words import asked_name, resolve_pronouns, written_names
 
 # Written for a reading by relation cues (deleted in session 17): the learned reader, fit on none of
 # them, reads most of them right.
@@ -53,7 +54,7 @@ MIN_READ_RIGHT = 0.75
 
 
 def test_wordings_no_family_reads_are_read_by_the_learned_reader() -> None:
-    read = [(query, relation, detect_intent(query)) for query, relation in READINGS]
+    read = [(query, relation, intent_of(query)) for query, relation in READINGS]
     assert sum(relation == reading for _, relation, reading in read) >= MIN_READ_RIGHT * len(READINGS), read
 
 
@@ -69,7 +70,7 @@ def test_wordings_no_family_reads_are_read_by_the_learned_reader() -> None:
     ],
 )
 def test_no_reading_without_a_name_a_relation_or_a_question(query: str) -> None:
-    assert detect_intent(query) is None
+    assert intent_of(query) is None
 
 
 @pytest.mark.parametrize(
@@ -102,8 +103,8 @@ def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
     # MAX_QUESTION_SENTENCES bounds the readings a message of many short sentences costs
     preface = "We spent the week on the release. " * 10
     question = "Which functions call parse_headers? "
-    assert detect_intent(preface + question + "It is old. " * 6 + "It is done") == "callers"  # 8th sentence
-    assert detect_intent(preface + question + "It is old. " * 7 + "It is done") is None  # its 9th
+    assert intent_of(preface + question + "It is old. " * 6 + "It is done") == "callers"  # 8th sentence
+    assert intent_of(preface + question + "It is old. " * 7 + "It is done") is None  # its 9th
 
 
 @pytest.mark.parametrize(
@@ -122,7 +123,7 @@ def test_a_long_message_is_read_in_its_last_sentences_only() -> None:
     ],
 )
 def test_closing_remarks_after_the_question_are_not_read(query: str, intent: str | None) -> None:
-    assert detect_intent(query) == intent
+    assert intent_of(query) == intent
 
 
 def test_a_pronoun_in_the_question_stands_for_the_name_the_message_said_before() -> None:
@@ -175,4 +176,4 @@ def test_i_e_and_e_g_neither_end_a_sentence_nor_name_anything() -> None:
     ],
 )
 def test_a_clause_that_sets_the_scene_is_not_the_question(query: str, intent: str) -> None:
-    assert detect_intent(query) == intent
+    assert intent_of(query) == intent

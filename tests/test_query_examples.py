@@ -9,11 +9,13 @@ from typing import get_args
 
 import pytest
 
-from tribrid import query_examples
-from tribrid.eval import lang_sets, unseen_sets
-from tribrid.eval.question_examples import QUESTION_BANKS, bank, build
-from tribrid.query_examples import NO_RELATION, load_examples, mask_names, probabilities
-from tribrid.query_kind import Intent, detect_intent, read_by_families
+from evaluation import lang_sets, unseen_sets
+from evaluation.question_examples import QUESTION_BANKS, bank, build, load_examples
+from evaluation.reader_model import fit
+from tests.reading_helpers import intent_of
+from tribrid.question import Intent, learned
+from tribrid.question.learned import NO_RELATION, mask_names, probabilities
+from tribrid.question.reading import read_by_families
 
 
 @pytest.mark.parametrize(
@@ -57,9 +59,9 @@ def _read_right(rows: list[tuple[str, str]], read: list[str]) -> float:
 @pytest.fixture
 def fit_without_chatty() -> Iterator[list[tuple[str, str]]]:
     """The learned reader fit without the "chatty" bank, and that bank's rows (names filled in)."""
-    query_examples.load(build(tuple(name for name in QUESTION_BANKS if name != "chatty")))
+    learned.load(fit(build(tuple(name for name in QUESTION_BANKS if name != "chatty"))))
     yield [(row.text.format(x="flush_buffers"), row.reading) for row in bank("chatty")]
-    query_examples.load()
+    learned.load()
 
 
 def test_a_bank_the_reader_was_not_fit_on_is_read_better_than_by_the_families_alone(
@@ -67,7 +69,7 @@ def test_a_bank_the_reader_was_not_fit_on_is_read_better_than_by_the_families_al
 ) -> None:
     rows = fit_without_chatty
     by_families = [read_by_families(text).intent or NO_RELATION for text, _ in rows]
-    by_reader = [detect_intent(text) or NO_RELATION for text, _ in rows]
+    by_reader = [intent_of(text) or NO_RELATION for text, _ in rows]
     assert _read_right(rows, by_reader) >= _read_right(rows, by_families) + 0.1
     asking_none = [i for i, (_, label) in enumerate(rows) if label == NO_RELATION]
     assert sum(by_reader[i] != NO_RELATION for i in asking_none) <= 0.05 * len(asking_none)
@@ -91,7 +93,7 @@ def test_the_probabilities_cover_every_relation_and_sum_to_one() -> None:
 )
 def test_a_question_no_family_reads_is_read_by_the_learned_reader(question: str, intent: str) -> None:
     assert read_by_families(question).intent is None
-    assert detect_intent(question) == intent
+    assert intent_of(question) == intent
 
 
 @pytest.mark.parametrize(
@@ -105,7 +107,7 @@ def test_a_question_no_family_reads_is_read_by_the_learned_reader(question: str,
     ],
 )
 def test_how_to_questions_prose_and_questions_naming_nothing_are_not_structural(question: str) -> None:
-    assert detect_intent(question) is None
+    assert intent_of(question) is None
 
 
 @pytest.mark.parametrize(
@@ -119,4 +121,4 @@ def test_a_family_reading_the_learned_reader_finds_unlikely_is_overruled(
     question: str, family_reading: str
 ) -> None:
     assert read_by_families(question).intent == family_reading
-    assert detect_intent(question) is None
+    assert intent_of(question) is None

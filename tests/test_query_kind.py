@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_kind import (
-    classify_query,
-    detect_intent,
-    is_code_like,
-    quote_known_names,
-    read_by_families,
-    read_query,
-    read_question,
-)
+from tests.reading_helpers import intent_of, kind_and_intent, kind_of
+from tribrid.question.reading import quote_known_names, read_by_families, read_question
+from tribrid.question.words import is_written_as_code
 
 
 @pytest.mark.parametrize(
@@ -34,7 +28,7 @@ from tribrid.query_kind import (
     ],
 )
 def test_classify_query(query: str, kind: str) -> None:
-    assert classify_query(query) == kind
+    assert kind_of(query) == kind
 
 
 @pytest.mark.parametrize(
@@ -43,15 +37,16 @@ def test_classify_query(query: str, kind: str) -> None:
         ("parse_args", True),
         ("parseArgs", True),
         ("HTTPServer", True),
-        ("a.b", True),
+        ("Foo.b", True),
+        ("e.g", False),  # an abbreviation, not a dotted name
         ("parse", False),
         ("Parse", False),
         ("_private", False),
         ("HTTP", False),
     ],
 )
-def test_is_code_like(word: str, code: bool) -> None:
-    assert is_code_like(word) is code
+def test_is_written_as_code(word: str, code: bool) -> None:
+    assert is_written_as_code(word) is code
 
 
 @pytest.mark.parametrize(
@@ -66,8 +61,8 @@ def test_is_code_like(word: str, code: bool) -> None:
     ],
 )
 def test_documents_have_no_code_structure_questions(query: str, on_code: str, on_documents: str) -> None:
-    assert classify_query(query) == on_code
-    assert classify_query(query, code_corpus=False) == on_documents
+    assert kind_of(query) == on_code
+    assert kind_of(query, False) == on_documents
 
 
 # One row per phrasing family and intent: how people ask, not how the eval sets ask (those are
@@ -327,10 +322,10 @@ MAX_ROWS_MISREAD = 0.05
 
 def test_phrasing_families() -> None:
     rows = [(intent, q) for intent, _family, queries in PHRASING_FAMILIES for q in queries]
-    read = [(intent, q, detect_intent(q)) for intent, q in rows]
+    read = [(intent, q, intent_of(q)) for intent, q in rows]
     misread = [row for row in read if row[0] != row[2]]
     assert len(misread) <= MAX_ROWS_MISREAD * len(rows), misread
-    assert all(classify_query(q) == "structural" for intent, q, reading in read if reading == intent)
+    assert all(kind_of(q) == "structural" for intent, q, reading in read if reading == intent)
 
 
 @pytest.mark.parametrize(
@@ -350,16 +345,16 @@ def test_phrasing_families() -> None:
     ],
 )
 def test_prose_is_not_read_as_a_structural_question(query: str) -> None:
-    assert detect_intent(query) is None
+    assert intent_of(query) is None
 
 
 def test_a_long_text_is_no_structural_question() -> None:
     """Past a sentence's length the text is prose (and matching stays bounded: every pattern is
     tried at each token of a query the fuzzer made 40,000 characters long)."""
     question = "who calls parse_args"
-    assert detect_intent(question) == "callers"
-    assert detect_intent(question + " " + "x" * 400) is None
-    assert detect_intent("'s" * 20_000) is None
+    assert intent_of(question) == "callers"
+    assert intent_of(question + " " + "x" * 400) is None
+    assert intent_of("'s" * 20_000) is None
 
 
 def test_the_part_read_is_the_question_with_its_pronoun_resolved_or_the_whole_message() -> None:
@@ -407,8 +402,8 @@ CORPUS_NAMES = frozenset(
     ],
 )
 def test_a_plain_word_the_corpus_defines_is_read_as_the_name(query: str, intent: str) -> None:
-    assert detect_intent(query, CORPUS_NAMES) == intent
-    assert classify_query(query, names=CORPUS_NAMES) == "structural"
+    assert intent_of(query, CORPUS_NAMES) == intent
+    assert kind_of(query, names=CORPUS_NAMES) == "structural"
     assert read_by_families(query).intent != intent  # as written, with no corpus: unread or misread
 
 
@@ -424,8 +419,8 @@ def test_a_plain_word_the_corpus_defines_is_read_as_the_name(query: str, intent:
     ],
 )
 def test_a_question_read_as_written_keeps_its_reading_with_the_corpus_names(query: str, intent: str) -> None:
-    assert detect_intent(query) == intent
-    assert detect_intent(query, CORPUS_NAMES) == intent
+    assert intent_of(query) == intent
+    assert intent_of(query, CORPUS_NAMES) == intent
 
 
 @pytest.mark.parametrize(
@@ -444,8 +439,8 @@ def test_a_question_read_as_written_keeps_its_reading_with_the_corpus_names(quer
     ],
 )
 def test_prose_using_a_corpus_name_stays_prose(query: str) -> None:
-    assert detect_intent(query, CORPUS_NAMES) is None
-    assert classify_query(query, names=CORPUS_NAMES) == classify_query(query)
+    assert intent_of(query, CORPUS_NAMES) is None
+    assert kind_of(query, names=CORPUS_NAMES) == kind_of(query)
 
 
 def test_only_corpus_names_that_are_no_question_words_are_quoted_and_only_when_nothing_is_code() -> None:
@@ -475,5 +470,5 @@ def test_only_corpus_names_that_are_no_question_words_are_quoted_and_only_when_n
 def test_a_query_is_read_once_for_its_kind_and_intent(
     query: str, code_corpus: bool, names: frozenset[str], expected: tuple[str, str | None]
 ) -> None:
-    assert read_query(query, code_corpus, names) == expected
-    assert classify_query(query, code_corpus, names) == expected[0]
+    assert kind_and_intent(query, code_corpus, names) == expected
+    assert kind_of(query, code_corpus, names) == expected[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tribrid.query_spelling import correct_spelling
+from tribrid.question.spelling import correct_spelling
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,13 @@ import grpc
 import numpy as np
 import pytest
 
+from services.indexer.communities import detect_communities
 from services.indexer.pg_writer import run_lock
 from services.indexer.pipeline import INDEX_FORMAT, IndexPipeline
 from tests.conftest import FIXTURE_REPO, Stack, index_corpus
 from tests.index_worker import killed_run
 from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
-from tribrid.graphstore.communities import detect_communities
 from tribrid.models import Entity, Relation
 from tribrid.stores.postgres import committed, corpus_generation
 from tribrid.text import stem

@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.legs import BY_VALUE
+from tribrid.options import spelling
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2,
@@ -17,6 +18,7 @@ from tribrid.v1 import (
     sparse_pb2_grpc,
     vector_pb2_grpc,
 )
+from tribrid.v1.reading_pb2 import QueryKind
 
 STUBS = {
     "vector": vector_pb2_grpc.VectorSearchStub,
@@ -94,7 +96,7 @@ async def test_fusion_uses_all_legs(stack: Stack, sample_corpus: indexer_pb2.Ind
         legs_pb2.LEG_GRAPH,
     }
     # an identifier: the identifier profile's weights
-    assert reply.query_kind == "identifier"
+    assert spelling(QueryKind.DESCRIPTOR, reply.query_kind) == "identifier"
     profile = stack.cfg.fusion.query_kind_weights["identifier"]
     total = sum(profile.values())
     assert dict(reply.weights) == pytest.approx({leg: w / total for leg, w in profile.items()})
@@ -133,7 +135,7 @@ async def test_weights_follow_the_kind_of_query(
             options=fusion_options(**options),  # type: ignore[arg-type]
         )
         reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
-    assert reply.query_kind == kind
+    assert spelling(QueryKind.DESCRIPTOR, reply.query_kind) == kind
     got = (reply.weights["vector"], reply.weights["sparse"], reply.weights["graph"])
     if "weights" in options:  # 1.0 / 0.3 (configured) / 1.0
         assert got == pytest.approx((1 / 2.3, 0.3 / 2.3, 1 / 2.3))

@@ -19,7 +19,6 @@ from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
 from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack, collected_spans, fusion_options
-from tribrid import cli
 from tribrid.config import (
     ConfigError,
     GenerationConfig,
@@ -30,7 +29,7 @@ from tribrid.config import (
 )
 from tribrid.legs import BY_VALUE, LEGS
 from tribrid.options import RequestError, set_option
-from tribrid.serve import Resources, start_services
+from tribrid.resources import Resources, start_services
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
     common_pb2,
@@ -39,6 +38,7 @@ from tribrid.v1 import (
     indexer_pb2,
     vector_pb2_grpc,
 )
+from tribridctl import cli
 
 API_KEY = "sk-test-7f3a9c-never-in-logs"
 CARD_CHECK = "shop.payment.validate_card_number"

@@ -17,9 +17,10 @@ from tests.conftest import SAMPLE_CORPUS, Stack
 from tribrid import tls
 from tribrid.certs import CertFiles, make_certs
 from tribrid.config import TriBridConfig
-from tribrid.serve import ALL_SERVICES, Resources, _with_leg_addresses, start_services
+from tribrid.resources import Resources
 from tribrid.server import RunningServer
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2
+from tribridctl.compose import ALL_SERVICES, _with_leg_addresses, start_services
 
 
 @dataclass

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from services.indexer.chunker import ChunkResult, chunk_file
+from services.indexer.graph import extract_file, resolve_corpus
+from services.indexer.python_graph import FileGraph
+from services.indexer.walker import SourceFile, detect_language, walk_corpus
 from tribrid.config import IndexerConfig
-from tribrid.indexing.chunker import ChunkResult, chunk_file
-from tribrid.indexing.graph import extract_file, resolve_corpus
-from tribrid.indexing.python_graph import FileGraph
-from tribrid.indexing.walker import SourceFile, detect_language, walk_corpus
 from tribrid.models import Relation, stable_id
 
 CORPUS = "c"

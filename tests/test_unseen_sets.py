@@ -6,7 +6,7 @@ import random
 import textwrap
 from pathlib import Path
 
-from tribrid.eval.unseen_sets import PHRASINGS, build_set, called_names, definitions
+from evaluation.unseen_sets import PHRASINGS, build_set, called_names, definitions
 
 LIB = """
     class ShopError(Exception):

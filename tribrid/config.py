@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import (
@@ -48,8 +49,6 @@ RELATIONSHIP_TYPES: tuple[str, ...] = CODE_RELATIONSHIP_TYPES + DOCUMENT_RELATIO
 
 # A document walk's depth bound (graph.document_max_depth, ExpandContext on documents).
 MAX_DOCUMENT_DEPTH = 3
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Bounds that hold wherever the value is set: config file, environment or request options.
 Hops = Annotated[int, Field(ge=1, le=5)]
@@ -442,7 +441,7 @@ class FusionConfig(_Section):
     method: Literal["rrf", "weighted"] = "weighted"
     rrf_k: float = Field(60.0, gt=0, le=10_000)
     normalization: Literal["min_max", "z_score", "none"] = "z_score"
-    # Weigh the legs by what kind of question the query is (tribrid.query_kind): the profile
+    # Weigh the legs by what kind of question the query is (tribrid.question): the weights
     # of its kind, else the weights of `legs`. A request that sets any leg weight, or
     # adaptive_weights=false, uses the weights of `legs` (with its own) instead.
     adaptive_weights: bool = True
@@ -691,7 +690,8 @@ class TriBridConfig(BaseSettings):
         validate_default=True,
     )
 
-    state_dir: Path = REPO_ROOT / ".state"
+    # Where the embedded stores, logs and caches live; relative: to the working directory.
+    state_dir: Path = Path(".state")
     postgres: PostgresConfig = PostgresConfig()
     graph_store: GraphStoreConfig = GraphStoreConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
@@ -706,6 +706,12 @@ class TriBridConfig(BaseSettings):
     entities: EntitiesConfig = EntitiesConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     auth: AuthConfig = AuthConfig()
+
+    @field_validator("state_dir")
+    @classmethod
+    def _absolute_state_dir(cls, value: Path) -> Path:
+        # every process and the stores it starts agree on one folder, whatever their working directory
+        return value.expanduser().absolute()
 
     @model_validator(mode="after")
     def _default_techniques_can_run(self) -> TriBridConfig:

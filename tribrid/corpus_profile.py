@@ -4,7 +4,7 @@ The sparse leg picks its query stop words by it ("function" is content in a manu
 question about code) and the gateway its leg weights (the graph holds code entities: a corpus of
 documents gets no graph weight from the query-kind profiles, and "who is a member of X" there is
 not a question about class members). The names its code defines let the question reader
-(`tribrid.query_kind`) take a plain word for the definition it names ("what does requires call").
+(`tribrid.question`) take a plain word for the definition it names ("what does requires call").
 """
 
 from __future__ import annotations

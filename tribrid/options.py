@@ -57,6 +57,12 @@ def enum_value_name(enum: EnumDescriptor, number: int, path: str) -> str:
     return value.name.removeprefix(_enum_prefix(enum)).lower()
 
 
+def spelling(enum: EnumDescriptor, number: int) -> str:
+    """The config spelling of a value in an answer ("rrf", "structural"); "" when unspecified."""
+    value = enum.values_by_number.get(number)
+    return value.name.removeprefix(_enum_prefix(enum)).lower() if value is not None and number else ""
+
+
 def _value(field: FieldDescriptor, value: Any, path: str) -> Any:
     if field.enum_type is not None:
         if field.enum_type.full_name == legs_pb2.Leg.DESCRIPTOR.full_name:

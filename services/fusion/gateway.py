@@ -41,9 +41,10 @@ from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
 from tribrid.options import RequestError, invalid, merge_options, option_values
-from tribrid.query_kind import read_query
+from tribrid.question import Reading, read
+from tribrid.question.contract import KINDS, intent_value, to_proto
 from tribrid.search_common import fill_content, validate_search
-from tribrid.v1 import common_pb2, fusion_pb2, graph_pb2, legs_pb2
+from tribrid.v1 import common_pb2, fusion_options_pb2, fusion_pb2, graph_pb2, legs_pb2, reading_pb2
 
 log = logging.getLogger(__name__)
 
@@ -205,39 +206,40 @@ class FusionPlan:
     enabled: dict[str, bool]
     # Normalized over the enabled legs; 0 for the others.
     weights: dict[str, float]
-    query_kind: str = "mixed"
-    query_intent: str = ""
+    reading: Reading = field(default_factory=lambda: Reading("mixed", None, ""))
     weights_reason: str = ""
-    # The kind's profile weights are scaled by each leg's confidence once the legs answer.
+    # The kind's weights are scaled by each leg's confidence once the legs answer.
     confidence_scaled: bool = False
     # The leg whose order of its answers the fused list keeps ("": none); see fuse.keep_leg_order.
     lead_leg: str = ""
 
 
 def plan(
-    cfg: FusionConfig, request: common_pb2.SearchRequest, corpus: CorpusProfile | None = None
+    cfg: FusionConfig,
+    request: common_pb2.SearchRequest,
+    corpus: CorpusProfile | None = None,
+    reading: Reading | None = None,
 ) -> FusionPlan:
-    """`corpus`: what the corpus holds (None: unknown, taken as code). A leg of `fusion.code_legs`
-    answers from code structure: a query-kind profile's weight for it is kept whole while at least
-    half the corpus's chunks are code (a repository with its docs), falls linearly below that, and
-    is 0 for a corpus of documents; normalizing gives the rest to the other legs in the profile's
-    proportions."""
+    """`corpus`: what the corpus holds (None: unknown, taken as code); `reading`: how the question
+    was read with it (None: read here, `tribrid.question.read`).
+    A leg of `fusion.code_legs` answers from code structure: a query kind's weight for it is kept
+    whole while at least half the corpus's chunks are code (a repository with its docs), falls
+    linearly below that, and is 0 for a corpus of documents; normalizing gives the rest to the
+    other legs in the kind's proportions."""
     values = option_values(request.options.fusion, "options.fusion")
     fcfg = merge_options(cfg, values, "options.fusion")
     enabled = {leg: fcfg.leg(leg).enabled for leg in LEG_NAMES}
     weights = {leg: fcfg.leg(leg).weight for leg in LEG_NAMES}
-    names = corpus.definition_names if corpus is not None else frozenset()
-    kind, intent = read_query(
-        request.query, code_corpus=corpus is None or not corpus.mostly_prose, names=names
-    )
+    reading = read(request.query, corpus) if reading is None else reading
+    kind = reading.kind
     weights_set = any("weight" in setting for setting in values.get("legs", {}).values())
     reason = ""
     scaled = False
     lead = ""
     if fcfg.adaptive_weights and not weights_set:
-        profile = fcfg.query_kind_weights.get(kind)
-        if profile is not None:
-            weights = {leg: profile.get(leg, 0.0) for leg in LEG_NAMES}
+        kind_weights = fcfg.query_kind_weights.get(kind)
+        if kind_weights is not None:
+            weights = {leg: kind_weights.get(leg, 0.0) for leg in LEG_NAMES}
             if corpus is not None:
                 reason = _scale_code_legs(weights, fcfg.code_legs, corpus, kind)
             scaled = kind in fcfg.confidence_kinds and fcfg.method != "rrf" and fcfg.confidence_power > 0
@@ -250,8 +252,7 @@ def plan(
         enabled,
         normalize_weights({leg: weights[leg] for leg in on})
         | {leg: 0.0 for leg in LEG_NAMES if leg not in on},
-        query_kind=kind,
-        query_intent=intent or "",
+        reading=reading,
         weights_reason=reason,
         confidence_scaled=scaled,
         lead_leg=lead if enabled.get(lead, False) else "",
@@ -294,7 +295,7 @@ def _scale_code_legs(
         weights[leg] *= scale
     return (
         f"corpus is {corpus.prose_share:.0%} prose: {', '.join(scaled)} answer from code, so the"
-        f" {kind} profile's weight for them is scaled by {scale:.2f}"
+        f" {kind} kind's weight for them is scaled by {scale:.2f}"
     )
 
 
@@ -356,9 +357,11 @@ class Gateway:
     async def _search(
         self, request: common_pb2.SearchRequest, remaining_s: float | None, started: float
     ) -> fusion_pb2.FusionSearchResponse:
-        fusion_plan = plan(self._cfg, request, await self._corpus_profile(request.corpus_id))
+        params = validate_search(request, self._cfg.final_k, self._limits)
+        corpus = await self._corpus_profile(request.corpus_id)
+        reading = read(params.query, corpus)
+        fusion_plan = plan(self._cfg, request, corpus, reading)
         fcfg = fusion_plan.cfg
-        params = validate_search(request, fcfg.final_k, self._limits)
         budget_s = fcfg.leg_timeout_ms / 1000
         if remaining_s is not None:
             budget_s = min(budget_s, remaining_s - fcfg.merge_reserve_ms / 1000)
@@ -369,8 +372,12 @@ class Gateway:
         # Legs return more candidates than the fused answer needs: fusion works on their union.
         top_k = min(max(params.top_k, fcfg.candidates_per_leg), self._limits.max_top_k)
         # The original query's leg calls start now and never wait for a technique's model.
+        read_once = to_proto(reading)
         legs_done = asyncio.gather(
-            *(self._legs[leg].search(_leg_request(request, leg, top_k), budget_s) for leg in enabled)
+            *(
+                self._legs[leg].search(_leg_request(request, leg, top_k, reading=read_once), budget_s)
+                for leg in enabled
+            )
         )
         technique_tasks = self._start_techniques(
             chosen, fcfg, request, enabled, top_k, budget_s, remaining_s, started
@@ -410,7 +417,7 @@ class Gateway:
                 if r
             )
         fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
-        if fusion_plan.query_intent in DEFINITION_INTENTS:
+        if reading.structural_intent in DEFINITION_INTENTS:
             fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
         matches = self._to_matches(fused[: params.top_k], answered, first_seen, technique_lists)
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
@@ -426,9 +433,9 @@ class Gateway:
             legs=reports,
             partial=len(answered) < len(enabled),
             took_ms=(time.perf_counter() - started) * 1000,
-            fusion_method=fcfg.method,
-            query_kind=fusion_plan.query_kind,
-            query_intent=fusion_plan.query_intent,
+            fusion_method=FUSION_METHODS[fcfg.method],
+            query_kind=KINDS[reading.kind],
+            query_intent=intent_value(reading.structural_intent),
             weights=weights,
             techniques=[result.report for result in results],
             weights_reason=weights_reason,
@@ -636,6 +643,11 @@ class Gateway:
         return matches
 
 
+FUSION_METHODS = {
+    "rrf": fusion_options_pb2.FUSION_METHOD_RRF,
+    "weighted": fusion_options_pb2.FUSION_METHOD_WEIGHTED,
+}
+
 # Structural questions answered by definitions (not by modules, as "what imports X" is).
 DEFINITION_INTENTS = frozenset(("callers", "callees", "members", "subclasses", "bases"))
 
@@ -667,15 +679,21 @@ _CALLER_ERRORS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NO
 
 
 def _leg_request(
-    request: common_pb2.SearchRequest, leg: str, top_k: int, query: str | None = None
+    request: common_pb2.SearchRequest,
+    leg: str,
+    top_k: int,
+    query: str | None = None,
+    reading: reading_pb2.QueryReading | None = None,
 ) -> common_pb2.SearchRequest:
     """What one leg is asked: the query (or a technique's), filters and `top_k` candidates, with
-    only its own options."""
+    only its own options; and the original query's reading (a technique's query is read by the
+    leg)."""
     leg_request = common_pb2.SearchRequest(
         corpus_id=request.corpus_id,
         query=request.query if query is None else query,
         top_k=top_k,
         filters=request.filters,
+        reading=reading,
     )
     if request.options.HasField(leg):  # type: ignore[arg-type]
         getattr(leg_request.options, leg).CopyFrom(getattr(request.options, leg))

@@ -8,8 +8,8 @@ import grpc
 
 from services.fusion.gateway import Gateway
 from services.fusion.generation import GenerationClient
-from tribrid import query_examples
-from tribrid.serve import Resources
+from tribrid.question import learned
+from tribrid.resources import Resources
 from tribrid.server import ServiceSpec
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 
@@ -28,7 +28,7 @@ class FusionServicer(fusion_pb2_grpc.FusionServicer):
 
 async def build(res: Resources) -> ServiceSpec:
     cfg = res.cfg
-    await asyncio.to_thread(query_examples.load)  # before the first question, not on it
+    await asyncio.to_thread(learned.load)  # the reader's weights before the first question, not on it
     # The final matches' content is read by id, after fusion, on the request's critical path: a
     # pool of the gateway's own, not one shared with a leg hosted in the same process.
     pool = await res.pool({"application_name": "tribrid-fusion"}, search=True)

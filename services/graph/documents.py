@@ -51,13 +51,13 @@ from services.graph.entities import edge_properties
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
 from tribrid.config import DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import GraphReader
-from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity, Relation
+from tribrid.ner import EntityRecognizer
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.text import STOPWORDS
 from tribrid.v1 import common_pb2
 
-# NER on a question: the entity names it finds (tribrid.indexing.entities' recognizer, or none).
+# NER on a question: the entity names it finds (tribrid.ner's recognizer, or none).
 QueryEntities = Callable[[str], Sequence[str]]
 
 

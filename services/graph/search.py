@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
@@ -31,8 +31,8 @@ from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig, QueryDirectio
 from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
-from tribrid.query_cues import asked_name
-from tribrid.query_kind import is_code_like, read_question
+from tribrid.question import Reading
+from tribrid.question.words import asked_name, is_written_as_code, names_among
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
@@ -191,7 +191,7 @@ class _Plan:
 
 def _traversal_plan(settings: GraphSettings, read_intent: str | None) -> _Plan:
     """How to walk from the seeds: the request's direction, else the question's intent
-    (`read_intent`, from `read_question`)."""
+    (the reading's intent)."""
     allowed = list(settings.relationship_types)
     intent: str | None = settings.direction if settings.direction != "auto" else read_intent
     if intent is None or intent == "both":
@@ -378,20 +378,6 @@ def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
     return min(settings.max_visited, max(4 * params.top_k, 100))
 
 
-def _name_like(terms: list[str], query: str) -> list[str]:
-    """The terms written as names: code-like ("parse_args", "Foo.bar", "fooBar"), capitalized
-    inside the sentence ("Where is Atom used") or in backticks ("who calls `flush`"). A structural
-    question is about one of them when it has any; its other words ("every", "place", "anything")
-    are the question's own."""
-    first = _IDENTIFIER.search(query)
-    opening = first.group() if first is not None else ""
-    quoted = {w for span in re.findall(r"`([^`]+)`", query) for w in _IDENTIFIER.findall(span)}
-    names = {t for t in terms if is_code_like(t) or (t[:1].isupper() and t != opening) or t in quoted}
-    # a dotted name's last part ("send" of "Client.send") is how the definition is named
-    parts = {t for t in terms if any(n.endswith("." + t) for n in names)}
-    return [t for t in terms if t in names or t in parts]
-
-
 def _named_seeds(seeds: list[tuple[Entity, float]]) -> list[tuple[Entity, float]]:
     """A structural question names its subject: when some seed matches a name exactly, the near
     misses (prefix, one edit) go. Kept, they would rank their own definitions among the answers,
@@ -408,13 +394,13 @@ async def graph_search(
     params: SearchParams,
     settings: GraphSettings,
     external: GraphExternalNames,
-    names: Container[str] = frozenset(),
+    reading: Reading,
 ) -> GraphResult:
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
-    leg's index of the references to code outside the corpus; `names` the corpus's definition
-    names (`CorpusProfile.definition_names`), by which the question is read."""
-    question, read_intent = read_question(params.query, names)
-    plan = _traversal_plan(settings, read_intent)
+    leg's index of the references to code outside the corpus; `reading` how the question was read
+    (`tribrid.question.read`)."""
+    question = reading.question
+    plan = _traversal_plan(settings, reading.intent)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
     terms = seed_terms(params.query)
     if directional:
@@ -423,12 +409,12 @@ async def graph_search(
         terms = seed_terms(question)
         # a name in lower case, or one that is also a question word ("Attributes invoked where")
         asked = asked_name(question)
-        terms = _name_like(terms, question) or ([asked] if asked else terms)
+        terms = names_among(terms, question) or ([asked] if asked else terms)
     if not terms:
         return GraphResult([], {})
     # One-edit fuzzy matching is for a mistyped name; in prose it only adds near-miss noise and is
     # the slowest fulltext query there is.
-    fuzzy = len(terms) == 1 or any(is_code_like(t) for t in terms)
+    fuzzy = len(terms) == 1 or any(is_written_as_code(t) for t in terms)
     seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds, fuzzy=fuzzy)
     if not seeds:
         return await _external_callers(store, pool, key, params, settings, plan, terms, external)
@@ -510,7 +496,7 @@ async def _external_callers(
     """No entity is named like the query: the code it names may live outside the corpus
     ("shutil.get_terminal_size", "requests.get"). Its callers (or subclasses) in the corpus kept
     it as an unresolved reference; they answer at one hop from it. Names only, not prose words."""
-    names = [t for t in terms if is_code_like(t)]
+    names = [t for t in terms if is_written_as_code(t)]
     if not names or plan.direction == "out":  # callees / bases of an outside name: unknown
         return GraphResult([], {})
     types = [t for t in settings.entity_types if t in ("function", "class", "module", "variable")]

@@ -27,7 +27,7 @@ from services.graph.documents import (
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
 from services.graph.search import GraphResult, GraphSettings, expand_context, graph_search
-from tribrid import query_examples
+from services.graph.snapshot import GraphSnapshot
 from tribrid.config import (
     CODE_ENTITY_TYPES,
     DOCUMENT_RELATIONSHIP_TYPES,
@@ -47,9 +47,8 @@ from tribrid.graphstore.base import (
     GraphReader,
     graph_key,
 )
-from tribrid.graphstore.snapshot import GraphSnapshot
-from tribrid.indexing.entities import EntityRecognizer
 from tribrid.models import Entity
+from tribrid.ner import EntityRecognizer
 from tribrid.options import (
     RequestError,
     enum_value_name,
@@ -59,13 +58,15 @@ from tribrid.options import (
     validation_error,
     with_options,
 )
+from tribrid.question import learned, read
+from tribrid.question.contract import from_proto
+from tribrid.resources import Resources
 from tribrid.search_common import (
     ScoredChunk,
     leg_response,
     validate_corpus_id,
     validate_search,
 )
-from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import graph_version
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
@@ -199,6 +200,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         options = request.options.graph
         cfg = with_options(self._cfg, options, "options.graph")
         params = validate_search(request, cfg.top_k, self._limits)
+        reading = from_proto(request.reading, params.query)
         settings = GraphSettings.of(cfg, explicit_relationship_types=bool(options.relationship_types))
         key, life = await self._graph(params.corpus_id)
         reader = self._reader(key, life)
@@ -206,9 +208,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         found = GraphResult([], {})
         if kinds.code or not kinds.documents:
             external = self._external.of(key, life)
-            profile = await self._profiles.get(params.corpus_id)
-            names = profile.definition_names if profile is not None else frozenset()
-            found = await graph_search(reader, self._pool, key, params, settings, external, names)
+            if reading is None:  # called directly: the leg reads the question itself
+                reading = read(params.query, await self._profiles.get(params.corpus_id))
+            found = await graph_search(reader, self._pool, key, params, settings, external, reading)
         if kinds.documents:
             walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
             documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
@@ -439,7 +441,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
 
 async def build(res: Resources) -> ServiceSpec:
-    await asyncio.to_thread(query_examples.load)  # before the first question, not on it
+    await asyncio.to_thread(learned.load)  # the reader's weights before the first question, not on it
     servicer = GraphServicer(
         res.cfg.graph,
         res.cfg.limits,

@@ -2,7 +2,7 @@
 
 Like the code graph, it is a function of the whole new parse (every document chunk of the
 generation being built), so the generation writer's diff brings the stored graph to exactly it.
-Named entities (MENTIONS, RELATED_TO) are added by `tribrid.indexing.entities`.
+Named entities (MENTIONS, RELATED_TO) are added by `services.indexer.named_entities`.
 
 SIMILAR_TO is an exact k-nearest-neighbour join of the document chunks' stored embeddings,
 computed in numpy in row blocks: for 10k chunks it is one 10k x 10k matrix product in pieces,
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import asyncpg
 import numpy as np
 
-from tribrid.indexing.doc_chunks import DOCUMENT_CHUNK_KIND
+from services.indexer.doc_chunks import DOCUMENT_CHUNK_KIND
 from tribrid.models import Chunk, Entity, Relation, stable_id
 
 # Rows of the similarity matrix computed at once: 1024 x 10k float32 is 40 MB.

@@ -28,8 +28,13 @@ import asyncpg
 import numpy as np
 
 from services.indexer import graph_writer
+from services.indexer.chunker import chunk_file
+from services.indexer.communities import detect_communities
 from services.indexer.document_graph import chunk_vectors, document_chunks, document_nodes, similar_chunks
+from services.indexer.entity_cache import recognize_cached
+from services.indexer.graph import extract_file, resolve_corpus
 from services.indexer.graph_writer import GraphChange, drop_generation, write_next_generation
+from services.indexer.named_entities import build_document_graph
 from services.indexer.pg_writer import (
     ChunkVectors,
     CorpusInfo,
@@ -46,18 +51,14 @@ from services.indexer.pg_writer import (
     tidy_postings,
     write_chunks,
 )
+from services.indexer.python_graph import FileGraph
+from services.indexer.walker import Skipped, SourceFile, walk_corpus
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import graph_key
-from tribrid.graphstore.communities import detect_communities
-from tribrid.indexing.chunker import chunk_file
-from tribrid.indexing.entities import EntityRecognizer, build_document_graph
-from tribrid.indexing.entity_cache import recognize_cached
-from tribrid.indexing.graph import extract_file, resolve_corpus
-from tribrid.indexing.python_graph import FileGraph
-from tribrid.indexing.walker import Skipped, SourceFile, walk_corpus
 from tribrid.models import Chunk, Entity, Relation
+from tribrid.ner import EntityRecognizer
 from tribrid.options import invalid
 from tribrid.search_common import validate_corpus_id
 from tribrid.stores.postgres import corpus_generation

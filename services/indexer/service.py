@@ -16,8 +16,8 @@ from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
 from tribrid.options import RequestError
+from tribrid.resources import Resources
 from tribrid.search_common import validate_corpus_id
-from tribrid.serve import Resources
 from tribrid.server import ServiceSpec, freeze_long_lived_objects
 from tribrid.stores.postgres import corpus_generation, list_corpora
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc

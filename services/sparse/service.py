@@ -12,8 +12,8 @@ from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_any, bm25_pl
 from tribrid.config import LimitsConfig, SparseConfig
 from tribrid.corpus_profile import CorpusProfiles
 from tribrid.options import not_found, with_options
+from tribrid.resources import Resources
 from tribrid.search_common import leg_response, validate_search
-from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_exists
 from tribrid.text import (

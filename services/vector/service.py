@@ -13,8 +13,8 @@ from services.vector.search import IndexInfo, VectorResult, read_index, session_
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.options import RequestError, with_options
+from tribrid.resources import Resources
 from tribrid.search_common import leg_response, validate_search
-from tribrid.serve import Resources
 from tribrid.server import ServiceSpec
 from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc

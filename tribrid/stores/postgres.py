@@ -122,7 +122,7 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         """,
         # Named entities found in a chunk text, by the recognizer's identity (model, version,
         # labels) and the text's SHA-1: an unchanged chunk is not analysed again, even after a
-        # restart or in another corpus (tribrid/indexing/entity_cache.py).
+        # restart or in another corpus (services/indexer/entity_cache.py).
         """
         CREATE TABLE entity_mentions (
             model text NOT NULL,

@@ -1,1 +1,0 @@
-"""Evaluation harness: ast-derived query sets, metrics, and a runner over every leg and the gateway."""

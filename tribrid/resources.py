@@ -1,0 +1,60 @@
+"""The clients a process's services share: PostgreSQL pools, the graph store and the embedding
+model, opened lazily and closed once when the process stops."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import asyncpg
+
+from tribrid import telemetry
+from tribrid.config import TriBridConfig
+from tribrid.embedding import Embedder, get_embedder
+from tribrid.graphstore import GraphStore, open_graph_store
+from tribrid.stores.postgres import create_pool
+
+
+class Resources:
+    """Lazily opened shared clients; closed once when the process stops."""
+
+    def __init__(self, cfg: TriBridConfig) -> None:
+        self.cfg = cfg
+        self._pools: dict[tuple[tuple[tuple[str, str], ...], bool], asyncpg.Pool] = {}
+        self._graph: GraphStore | None = None
+
+    async def pool(self, settings: Mapping[str, str] | None = None, *, search: bool = False) -> asyncpg.Pool:
+        """The pool whose connections start with these settings (one per distinct settings): a
+        leg whose planner settings would mislead other queries gets a pool of its own.
+
+        `search`: a search leg's pool: `postgres.search_pool_max_size` connections, handed back
+        without a reset (`create_pool`): the legs change no session state, unlike the indexer
+        (session advisory locks)."""
+        key = (tuple(sorted((settings or {}).items())), search)
+        if key not in self._pools:
+            postgres = self.cfg.postgres
+            self._pools[key] = await create_pool(
+                postgres,
+                self.cfg.embedding.dim,
+                self.cfg.vector,
+                dict(key[0]) or None,
+                reset_sessions=not search,
+                max_size=postgres.search_pool_max_size if search else None,
+            )
+        return self._pools[key]
+
+    def graph(self) -> GraphStore:
+        if self._graph is None:
+            # every graph-store call gets a database span (a no-op when tracing is off)
+            store = open_graph_store(self.cfg.graph_store)
+            self._graph = telemetry.traced_graph_store(store, self.cfg.graph_store.backend)
+        return self._graph
+
+    def embedder(self) -> Embedder:
+        return get_embedder(self.cfg.embedding)
+
+    async def close(self) -> None:
+        for pool in self._pools.values():
+            await pool.close()
+        self._pools.clear()
+        if self._graph is not None:
+            await self._graph.close()

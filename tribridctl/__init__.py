@@ -1,0 +1,1 @@
+"""The composition of services: the `tribrid` command line, and which services a process runs."""
