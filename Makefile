@@ -89,6 +89,14 @@ bench-docsearch: install
 clean: stop down
 	rm -rf $(VENV) tribrid/v1 .state
 
+.PHONY: reader
+# The learned question reader (tribrid/question/learned.py): its examples from evals/ (the tuning
+# wordings, the question banks, how-to and prose queries), then its weights fitted with scikit-learn
+# into tribrid/question/reader_weights.npz, which the services load at start.
+reader: install
+	$(PY) -m evaluation.question_examples
+	$(PY) -m evaluation.reader_model
+
 .PHONY: eval eval-expansion eval-sets eval-sets-langs fusion-lab load
 
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
