@@ -26,7 +26,7 @@ from services.graph.documents import DocumentSettings, document_expansion, docum
 from services.graph.search import GraphResult
 from services.graph.snapshot import GraphSnapshot
 from tribrid.config import TriBridConfig, load_config
-from tribrid.graphstore.base import GraphReader, graph_key
+from tribrid.graphstore.base import GraphView, graph_key
 from tribrid.models import Entity, Relation
 from tribrid.resources import Resources
 from tribrid.search_common import SearchParams
@@ -174,14 +174,14 @@ async def run(args: argparse.Namespace) -> None:
         asked = questions(entities, args.queries, rng)
         chunk_ids = [e.entity_id for e in entities if e.type == "chunk"]
         starts = [rng.sample(chunk_ids, 5) for _ in range(args.queries)]
-        readers: dict[str, GraphReader] = {"snapshot": snapshot, "store": store}
+        readers: dict[str, GraphView] = {"snapshot": snapshot, "store": store}
         for name, reader in readers.items():
 
-            def search_call(query: str, reader: GraphReader = reader) -> Callable[[], Awaitable[GraphResult]]:
+            def search_call(query: str, reader: GraphView = reader) -> Callable[[], Awaitable[GraphResult]]:
                 params = SearchParams(CORPUS, query, 30, None, ())
                 return lambda: document_search(reader, pool, key, params, settings)
 
-            def expand_call(ids: list[str], reader: GraphReader = reader) -> Callable[[], Awaitable[object]]:
+            def expand_call(ids: list[str], reader: GraphView = reader) -> Callable[[], Awaitable[object]]:
                 return lambda: document_expansion(reader, pool, CORPUS, key, ids, 1, 30, settings)
 
             hits = [len((await search_call(q)()).chunks) for q in asked[:50]]

@@ -10,15 +10,15 @@
   Debian's `openjdk-17-source` (`apt-get download` of the pinned version, its src.zip). Read by
   evals/tools/JavaCallSites.java with javac's tree API (parse only), compiled into <work>/tools.
 * `unseen-mobx` (npm `mobx`, `src/`) and `unseen-jdk-jshell` (the JDK's `jdk.jshell` module, from
-  the same src.zip), read the same way, asked in unseen_sets.REWORDED_PHRASINGS;
+  the same src.zip), read the same way, asked in round 1 of the wordings (evals/wordings/round-1.jsonl);
 * `unseen-three` (npm `three`, its JavaScript `src/`) and `unseen-jdk-httpserver` (the JDK's
-  `jdk.httpserver`), asked in unseen_sets.REWORDED_PHRASINGS_2.
+  `jdk.httpserver`), asked in round 2.
 
 rxjs and java.net.http were held out until session 8, which tuned on them. mobx and jdk.jshell
 replaced them, then three and jdk.httpserver; each round was measured once held out and then tuned
 on (evals/README.md, "Held-out rounds"). REWORDED_SETS asks three and jdk.httpserver again in
-unseen_sets.REWORDED_PHRASINGS_3 to _12 (rounds 4 to 13, then tuned on), REWORDED_PHRASINGS_13
-(round 14) and _14 (round 15): those two are held out now (HELD_OUT). Nothing may be tuned on a held-out set.
+rounds 3 to 12 of the wordings (evals/wordings/, then tuned on), 13 and 14: those two are held out
+now (HELD_OUT). Nothing may be tuned on a held-out set.
 
 Neither tool is TriBridRAG's extractor. Each reports definitions (functions, methods,
 constructors, classes), the names called in each function (`f()`, `x.f()`, `new X()`) and each
@@ -55,20 +55,7 @@ THREE_VERSION = "0.187.0"
 JDK_SOURCE_PACKAGE = "openjdk-17-source"
 JDK_SOURCE_VERSION = "17.0.19+10-1~deb12u2"
 # each wording round asked over three and jdk.httpserver -> its wordings; the last is held out
-REWORDED_ROUNDS: dict[int, dict[str, tuple[tuple[str, str], ...]]] = {
-    3: unseen_sets.REWORDED_PHRASINGS_3,
-    4: unseen_sets.REWORDED_PHRASINGS_4,
-    5: unseen_sets.REWORDED_PHRASINGS_5,
-    6: unseen_sets.REWORDED_PHRASINGS_6,
-    7: unseen_sets.REWORDED_PHRASINGS_7,
-    8: unseen_sets.REWORDED_PHRASINGS_8,
-    9: unseen_sets.REWORDED_PHRASINGS_9,
-    10: unseen_sets.REWORDED_PHRASINGS_10,
-    11: unseen_sets.REWORDED_PHRASINGS_11,
-    12: unseen_sets.REWORDED_PHRASINGS_12,
-    13: unseen_sets.REWORDED_PHRASINGS_13,
-    14: unseen_sets.REWORDED_PHRASINGS_14,
-}
+REWORDED_ROUNDS = {n: table for n, table in unseen_sets.ROUNDS.items() if n >= 3}
 REWORDED_CORPORA = ("unseen-three", "unseen-jdk-httpserver")
 # a set asked in other wordings over a code base's corpus -> (that corpus, the wordings)
 REWORDED_SETS: dict[str, tuple[str, dict[str, tuple[tuple[str, str], ...]]]] = {
@@ -82,24 +69,7 @@ HELD_OUT = tuple(f"{corpus}-reworded-{round_}" for round_ in HELD_OUT_ROUNDS for
 
 # The Python sets' families, then the ones users also type (issue 12): imperatives, possessives,
 # "depends on", "based on", "extends".
-EXTRA_PHRASINGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "callers": (
-        ("imperative", "find the callers of {x}"),
-        ("possessive", "{x}'s callers"),
-        ("depends", "what depends on {x}"),
-    ),
-    "callees": (
-        ("imperative", "list the functions {x} calls"),
-        ("possessive", "{x}'s callees"),
-        ("depends", "what does {x} depend on"),
-    ),
-    "subclasses": (
-        ("imperative", "find the subclasses of {x}"),
-        ("possessive", "{x}'s subclasses"),
-        ("based", "classes based on {x}"),
-        ("extends", "what extends {x}"),
-    ),
-}
+EXTRA_PHRASINGS = unseen_sets.load_wordings("phrasings-extra")
 PHRASINGS = {kind: unseen_sets.PHRASINGS[kind] + EXTRA_PHRASINGS[kind] for kind in unseen_sets.PHRASINGS}
 
 
@@ -255,7 +225,7 @@ CODE_BASES = (
         TYPESCRIPT_REFERENCE,
         fetch_npm_sources("mobx", MOBX_VERSION),
         typescript_definitions,
-        unseen_sets.REWORDED_PHRASINGS,
+        unseen_sets.ROUNDS[1],
     ),
     CodeBase(
         "unseen-jdk-jshell",
@@ -264,7 +234,7 @@ CODE_BASES = (
         JAVA_REFERENCE,
         fetch_jdk_module("jdk.jshell"),
         java_definitions,
-        unseen_sets.REWORDED_PHRASINGS,
+        unseen_sets.ROUNDS[1],
     ),
     CodeBase(
         "unseen-three",
@@ -273,7 +243,7 @@ CODE_BASES = (
         TYPESCRIPT_REFERENCE,
         fetch_npm_sources("three", THREE_VERSION),
         typescript_definitions,
-        unseen_sets.REWORDED_PHRASINGS_2,
+        unseen_sets.ROUNDS[2],
     ),
     CodeBase(
         "unseen-jdk-httpserver",
@@ -282,7 +252,7 @@ CODE_BASES = (
         JAVA_REFERENCE,
         fetch_jdk_module("jdk.httpserver"),
         java_definitions,
-        unseen_sets.REWORDED_PHRASINGS_2,
+        unseen_sets.ROUNDS[2],
     ),
 )
 SET_NAMES = tuple(code_base.corpus for code_base in CODE_BASES)

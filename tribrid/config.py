@@ -47,11 +47,15 @@ DOCUMENT_NODE_TYPES: tuple[str, ...] = ("document", "chunk")
 DOCUMENT_RELATIONSHIP_TYPES: tuple[str, ...] = ("mentions", "related_to", "similar_to")
 RELATIONSHIP_TYPES: tuple[str, ...] = CODE_RELATIONSHIP_TYPES + DOCUMENT_RELATIONSHIP_TYPES
 
-# A document walk's depth bound (graph.document_max_depth, ExpandContext on documents).
-MAX_DOCUMENT_DEPTH = 3
+# How far a walk goes, in hops (graph steps): the one place every walk's bounds come from.
+MAX_HOPS = 5  # a code-graph walk: graph.max_hops, ExpandContext
+MAX_PATH_HOPS = 4  # PathBetween: graph.max_path_hops
+# A walk over documents (graph.document_max_hops, ExpandContext on documents, fusion's expansion
+# stage) and EntitySearch: each hop multiplies the entities reached by their RELATED_TO fan-out.
+MAX_DOCUMENT_HOPS = 3
 
 # Bounds that hold wherever the value is set: config file, environment or request options.
-Hops = Annotated[int, Field(ge=1, le=5)]
+Hops = Annotated[int, Field(ge=1, le=MAX_HOPS)]
 
 
 class _Section(BaseModel):
@@ -204,7 +208,7 @@ class GraphSearchConfig(_Section):
     # Which way a search walks from its seeds; "auto" reads it from the question.
     direction: QueryDirection = "auto"
     # PathBetween: the longest path looked for.
-    max_path_hops: int = Field(4, ge=1, le=4)
+    max_path_hops: int = Field(MAX_PATH_HOPS, ge=1, le=MAX_PATH_HOPS)
     # Neighbors: the most entities one call returns.
     max_neighbors: int = Field(1000, ge=1, le=100_000)
     # At most this many neighbours per node per hop (the first by entity id): a dense node can't
@@ -241,9 +245,9 @@ class GraphSearchConfig(_Section):
     # the question names, 2 = also those mentioning an entity RELATED_TO one of them, 3 = one more
     # RELATED_TO step. A chunk reached at depth d scores document_hop_penalty[d - 1] x the path's
     # strength product (the design's 1.0 / 0.8 / 0.6).
-    document_max_depth: int = Field(2, ge=1, le=MAX_DOCUMENT_DEPTH)
+    document_max_hops: int = Field(2, ge=1, le=MAX_DOCUMENT_HOPS)
     document_hop_penalty: list[float] = Field(
-        default_factory=lambda: [1.0, 0.8, 0.6], min_length=MAX_DOCUMENT_DEPTH, max_length=MAX_DOCUMENT_DEPTH
+        default_factory=lambda: [1.0, 0.8, 0.6], min_length=MAX_DOCUMENT_HOPS, max_length=MAX_DOCUMENT_HOPS
     )
 
     # The operators' read-only Cypher RPC (CypherQuery): off unless enabled here, since a query can
@@ -478,7 +482,7 @@ class FusionConfig(_Section):
     enable_expansion: bool = False
     expansion_top_n: int = Field(5, ge=1, le=100)
     # Graph steps from a fused chunk, as the graph leg counts them (its hop penalty's depths).
-    expansion_max_depth: int = Field(1, ge=1, le=3)
+    expansion_max_hops: int = Field(1, ge=1, le=MAX_DOCUMENT_HOPS)
     expansion_chunk_weight: float = Field(0.7, ge=0.0, le=1.0)
     # Expanded chunks with a lower hybrid score are dropped.
     expansion_min_score: float = Field(0.3, ge=0.0, le=1.0)

@@ -565,7 +565,7 @@ def _demo_document_graph(corpus_id: str) -> None:
     for top in stats.top_entities:
         entity = graph_pb2.EntityRef(entity_id=top.entity.entity_id)
         request = graph_pb2.EntitySearchRequest(
-            corpus_id=corpus_id, entity=entity, relation="related_to", depth=2
+            corpus_id=corpus_id, entity=entity, relation="related_to", max_hops=2
         )
         found = _entity_search(request)
         if found.relations:
@@ -574,10 +574,10 @@ def _demo_document_graph(corpus_id: str) -> None:
         console.print("no named entity of this collection has RELATED_TO edges")
         return
     console.print(
-        f"tribrid graph entity {top.entity.name!r} --corpus {corpus_id} --relation related_to --depth 2"
+        f"tribrid graph entity {top.entity.name!r} --corpus {corpus_id} --relation related_to --max-hops 2"
     )
     _print_entity_search(found)
-    farthest = max(found.relations, key=lambda r: r.depth)
+    farthest = max(found.relations, key=lambda r: r.hops)
     path_request = graph_pb2.PathBetweenRequest(
         corpus_id=corpus_id, source=entity, target=graph_pb2.EntityRef(entity_id=farthest.target.entity_id)
     )
@@ -809,7 +809,7 @@ def graph_entity(
     relation: Annotated[
         str | None, typer.Option("--relation", help="only this relationship type, e.g. related_to")
     ] = None,
-    depth: Annotated[int, typer.Option("--depth", min=0, help="steps away, 1..3 (0 = 1)")] = 0,
+    max_hops: Annotated[int, typer.Option("--max-hops", min=0, help="steps away, 1..3 (0 = 1)")] = 0,
     limit: Annotated[int, typer.Option("--limit", min=0, help="1..200 (0 = 20)")] = 0,
     as_json: _JsonOption = False,
 ) -> None:
@@ -818,7 +818,7 @@ def graph_entity(
         corpus_id=corpus,
         entity=graph_pb2.EntityRef(name=entity),
         relation=relation or "",
-        depth=depth,
+        max_hops=max_hops,
         limit=limit,
     )
     reply = _graph_call(lambda stub: stub.EntitySearch(request, timeout=_GRAPH_TIMEOUT_S))
@@ -830,10 +830,10 @@ def graph_entity(
 
 def _print_entity_search(reply: graph_pb2.EntitySearchResponse) -> None:
     title = f"{reply.entity.qualified_name or reply.entity.name}: {reply.total} relations"
-    table = Table("depth", "from", "relation", "to", "edge", "what it is", title=title)
+    table = Table("hops", "from", "relation", "to", "edge", "what it is", title=title)
     for r in reply.relations:
         table.add_row(
-            str(r.depth),
+            str(r.hops),
             r.source.qualified_name or r.source.name,
             r.relation,
             r.target.qualified_name or r.target.name,

@@ -527,7 +527,7 @@ class Gateway:
         expand_request = graph_pb2.ExpandContextRequest(
             corpus_id=request.corpus_id,
             chunk_ids=[m.chunk_id for m in top],
-            max_hops=fcfg.expansion_max_depth,
+            max_hops=fcfg.expansion_max_hops,
             # room for the fused chunks it may reach again, within what a leg may be asked
             top_k=min(fcfg.expansion_max_chunks + len(matches), self._limits.max_top_k),
         )
@@ -716,7 +716,7 @@ def _expanded_match(answer: common_pb2.ChunkMatch, item: Expanded) -> common_pb2
     match.score = item.score
     match.leg = legs_pb2.LEG_EXPANSION
     match.expanded = True
-    match.expansion_depth = item.reached.depth
+    match.expansion_hops = item.reached.depth
     explain = common_pb2.LegExplain(
         leg=legs_pb2.LEG_EXPANSION,
         rank=item.rank,

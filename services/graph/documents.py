@@ -50,7 +50,7 @@ import asyncpg
 from services.graph.entities import edge_properties
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
 from tribrid.config import DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
-from tribrid.graphstore.base import GraphReader
+from tribrid.graphstore.base import GraphView
 from tribrid.models import Entity, Relation
 from tribrid.ner import EntityRecognizer
 from tribrid.search_common import ScoredChunk, SearchParams
@@ -111,7 +111,7 @@ class DocumentSettings:
     ) -> DocumentSettings:
         return cls(
             named_types=sorted(set(named_types)),
-            max_depth=cfg.document_max_depth if max_depth is None else max_depth,
+            max_depth=cfg.document_max_hops if max_depth is None else max_depth,
             hop_penalty=tuple(cfg.document_hop_penalty),
             related_min_strength=cfg.related_min_strength,
             similar_to_threshold=cfg.similar_to_threshold,
@@ -157,7 +157,7 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
 
 
 async def find_document_seeds(
-    reader: GraphReader,
+    reader: GraphView,
     key: str,
     query: str,
     settings: DocumentSettings,
@@ -255,7 +255,7 @@ def _strongest(
 class _Walk:
     """A layered walk (see the module docstring), one depth at a time."""
 
-    def __init__(self, reader: GraphReader, key: str, settings: DocumentSettings, max_depth: int) -> None:
+    def __init__(self, reader: GraphView, key: str, settings: DocumentSettings, max_depth: int) -> None:
         self._reader, self._key, self._settings = reader, key, settings
         self.max_depth = max_depth
         # node -> its best value at any depth so far: a deeper path must beat it to go on
@@ -349,7 +349,7 @@ class _Walk:
 # --- search and expansion ---------------------------------------------------------------------------
 
 
-async def _names(reader: GraphReader, key: str, reached: Sequence[Reached]) -> dict[str, Entity]:
+async def _names(reader: GraphView, key: str, reached: Sequence[Reached]) -> dict[str, Entity]:
     ids = sorted({node for r in reached for node in r.path.nodes})
     return {e.entity_id: e for e in await reader.get_entities(key, ids)}
 
@@ -380,7 +380,7 @@ def provenance(
 
 
 async def _result(
-    reader: GraphReader,
+    reader: GraphView,
     pool: asyncpg.Pool,
     key: str,
     corpus_id: str,
@@ -405,7 +405,7 @@ async def _result(
 
 
 async def document_search(
-    reader: GraphReader,
+    reader: GraphView,
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
@@ -444,7 +444,7 @@ async def document_search(
 
 
 async def document_expansion(
-    reader: GraphReader,
+    reader: GraphView,
     pool: asyncpg.Pool,
     corpus_id: str,
     key: str,

@@ -16,9 +16,9 @@ from typing import Literal
 import asyncpg
 from google.protobuf import json_format, struct_pb2
 
-from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_NODE_TYPES, RELATIONSHIP_TYPES
+from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_NODE_TYPES, MAX_DOCUMENT_HOPS, RELATIONSHIP_TYPES
 from tribrid.graphstore import GraphStore
-from tribrid.graphstore.base import CypherResult, GraphPath, GraphReader
+from tribrid.graphstore.base import CypherResult, GraphPath, GraphView
 from tribrid.models import Entity, Relation
 from tribrid.options import invalid, not_found
 from tribrid.search_common import ScoredChunk
@@ -36,7 +36,7 @@ STRUCTURAL_TYPES = frozenset(DOCUMENT_NODE_TYPES)
 ENTITY_RELATION_TYPES: tuple[str, ...] = tuple(
     t for t in RELATIONSHIP_TYPES if t not in ("mentions", "similar_to")
 )
-MAX_SEARCH_DEPTH = 3
+MAX_SEARCH_HOPS = MAX_DOCUMENT_HOPS
 MAX_SEARCH_LIMIT = 200
 DEFAULT_SEARCH_LIMIT = 20
 MAX_CHUNKS_LIMIT = 500
@@ -152,7 +152,7 @@ def is_named(entity: Entity) -> bool:
     return entity.type not in CODE_ENTITY_TYPES and entity.type not in STRUCTURAL_TYPES
 
 
-async def describe(reader: GraphReader, key: str, entities: Iterable[Entity]) -> dict[str, str]:
+async def describe(reader: GraphView, key: str, entities: Iterable[Entity]) -> dict[str, str]:
     """Entity id -> a line saying what it is: for a named entity how often, in how many chunks and
     documents it is mentioned; for a code entity its kind, qualified name and location."""
     unique = {e.entity_id: e for e in entities}
@@ -189,7 +189,7 @@ async def describe(reader: GraphReader, key: str, entities: Iterable[Entity]) ->
 class FoundRelation:
     """An edge EntitySearch met, from the side the walk came from (`source`)."""
 
-    depth: int
+    hops: int
     source: Entity
     relation: Relation
     direction: Literal["out", "in"]  # "out": stored source -> target
@@ -197,16 +197,16 @@ class FoundRelation:
 
 
 async def walk_relations(
-    reader: GraphReader, key: str, start: Entity, relationship_types: Sequence[str], depth: int
+    reader: GraphView, key: str, start: Entity, relationship_types: Sequence[str], max_hops: int
 ) -> list[FoundRelation]:
-    """Breadth-first from `start` over these relationship types, either direction, `depth` steps:
+    """Breadth-first from `start` over these relationship types, either direction, `max_hops` steps:
     step d lists every edge from an entity first reached at step d-1 to one first reached at step
-    d (never one to a document or a chunk). Ordered by depth, source id, type, target id."""
+    d (never one to a document or a chunk). Ordered by hops, source id, type, target id."""
     entities = {start.entity_id: start}
     seen = {start.entity_id}
     frontier = [start.entity_id]
     found: list[FoundRelation] = []
-    for level in range(1, depth + 1):
+    for level in range(1, max_hops + 1):
         if not frontier:
             break
         steps: list[tuple[str, Relation, Literal["out", "in"], str]] = [
@@ -235,14 +235,14 @@ async def walk_relations(
 
 
 async def entity_search(
-    reader: GraphReader,
+    reader: GraphView,
     key: str,
     start: Entity,
     relationship_types: Sequence[str],
-    depth: int,
+    max_hops: int,
     limit: int,
 ) -> graph_pb2.EntitySearchResponse:
-    found = await walk_relations(reader, key, start, relationship_types, depth)
+    found = await walk_relations(reader, key, start, relationship_types, max_hops)
     shown = found[:limit]
     targets = [f.target for f in shown]
     described = await describe(reader, key, targets)
@@ -258,7 +258,7 @@ async def entity_search(
                 target=graph_entity(f.target, communities.get(f.target.entity_id, -1)),
                 description=described[f.target.entity_id],
                 properties=edge_properties(f.relation),
-                depth=f.depth,
+                hops=f.hops,
             )
             for f in shown
         ],
@@ -270,7 +270,7 @@ async def entity_search(
 
 
 async def entity_chunks(
-    reader: GraphReader, pool: asyncpg.Pool, corpus_id: str, key: str, entity: Entity, limit: int
+    reader: GraphView, pool: asyncpg.Pool, corpus_id: str, key: str, entity: Entity, limit: int
 ) -> list[ScoredChunk]:
     """The chunks of an entity, best first: the chunks that mention a named entity (score = the
     mention count; then by chunk id), a document's chunks (in reading order), or the chunk that
@@ -294,7 +294,7 @@ async def entity_chunks(
 
 
 async def chunk_entities(
-    reader: GraphReader, pool: asyncpg.Pool, corpus_id: str, key: str, chunk_id: str
+    reader: GraphView, pool: asyncpg.Pool, corpus_id: str, key: str, chunk_id: str
 ) -> graph_pb2.ChunkEntitiesResponse:
     """The named entities a chunk mentions (most mentions first, then id) and the code entities
     defined in it (by id); NOT_FOUND for a chunk the corpus's committed generation lacks."""
@@ -323,7 +323,7 @@ async def chunk_entities(
 
 
 async def neighbour_edges(
-    reader: GraphReader, key: str, entity_id: str, relationship_types: Sequence[str]
+    reader: GraphView, key: str, entity_id: str, relationship_types: Sequence[str]
 ) -> dict[tuple[str, str, str], Relation]:
     """(direction seen from the entity, type, neighbour id) -> the edge, for each edge of it."""
     edges = {
@@ -339,7 +339,7 @@ async def neighbour_edges(
     return edges
 
 
-async def path_edges(reader: GraphReader, key: str, path: GraphPath) -> list[Relation | None]:
+async def path_edges(reader: GraphView, key: str, path: GraphPath) -> list[Relation | None]:
     """The stored edge of each step of a path (walked regardless of direction)."""
     types = sorted(set(path.relationship_types))
     if not types:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.graph.per_graph import PerGraph
-from tribrid.graphstore.base import GraphReader
+from tribrid.graphstore.base import GraphView
 from tribrid.models import Entity
 
 
@@ -41,7 +41,7 @@ class ExternalNames:
         indexed again reuses its graph keys; `life` tells them apart)."""
         return GraphExternalNames(self, key, life)
 
-    async def index(self, store: GraphReader, key: str, life: str) -> _Index:
+    async def index(self, store: GraphView, key: str, life: str) -> _Index:
         return await self._indexes.get(key, life, lambda: _load(store, key))
 
 
@@ -54,7 +54,7 @@ class GraphExternalNames:
     life: str
 
     async def referrers(
-        self, store: GraphReader, names: Sequence[str], entity_types: Sequence[str], limit: int
+        self, store: GraphView, names: Sequence[str], entity_types: Sequence[str], limit: int
     ) -> list[Referrer]:
         """Entities of these types referring to any of the names (a name or its dotted tail),
         ordered by id, at most `limit`; each with the first name's reference it matched."""
@@ -77,7 +77,7 @@ class GraphExternalNames:
 _Index = dict[str, dict[str, str]]  # lookup key -> {entity id: reference as written}
 
 
-async def _load(store: GraphReader, key: str) -> _Index:
+async def _load(store: GraphView, key: str) -> _Index:
     index: _Index = {}
     for entity_id, names in (await store.unresolved_refs(key)).items():
         for name in names:

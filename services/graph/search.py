@@ -28,7 +28,7 @@ import asyncpg
 
 from services.graph.external import GraphExternalNames
 from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig, QueryDirection
-from tribrid.graphstore.base import Direction, GraphReader, TraversalHit
+from tribrid.graphstore.base import Direction, GraphView, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
 from tribrid.question import Reading
@@ -246,7 +246,7 @@ def _inferable_steps(hit: TraversalHit) -> Iterator[tuple[str, str]]:
 
 
 async def _inferred_on_routes(
-    store: GraphReader, key: str, hits: Sequence[TraversalHit]
+    store: GraphView, key: str, hits: Sequence[TraversalHit]
 ) -> dict[tuple[str, str], float]:
     """Confidence of each inferred edge on the hits' routes (a step may follow the edge backwards)."""
     pairs = {pair for hit in hits for step in _inferable_steps(hit) for pair in (step, step[::-1])}
@@ -263,9 +263,7 @@ def _route_inferred(hit: TraversalHit, inferred: dict[tuple[str, str], float]) -
     return tuple(found)
 
 
-async def _names(
-    store: GraphReader, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]
-) -> None:
+async def _names(store: GraphView, key: str, hits: Sequence[TraversalHit], known: dict[str, Entity]) -> None:
     """Fill `known` with every entity on the hits' paths (most are hits or seeds already)."""
     for hit in hits:
         known.setdefault(hit.entity.entity_id, hit.entity)
@@ -388,7 +386,7 @@ def _named_seeds(seeds: list[tuple[Entity, float]]) -> list[tuple[Entity, float]
 
 
 async def graph_search(
-    store: GraphReader,
+    store: GraphView,
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
@@ -484,7 +482,7 @@ async def _ranked_result(pool: asyncpg.Pool, params: SearchParams, best: dict[st
 
 
 async def _external_callers(
-    store: GraphReader,
+    store: GraphView,
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
@@ -513,7 +511,7 @@ async def _external_callers(
 
 
 async def expand_context(
-    store: GraphReader,
+    store: GraphView,
     pool: asyncpg.Pool,
     corpus_id: str,
     key: str,

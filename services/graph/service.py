@@ -31,7 +31,7 @@ from services.graph.snapshot import GraphSnapshot
 from tribrid.config import (
     CODE_ENTITY_TYPES,
     DOCUMENT_RELATIONSHIP_TYPES,
-    MAX_DOCUMENT_DEPTH,
+    MAX_DOCUMENT_HOPS,
     RELATIONSHIP_TYPES,
     GraphSearchConfig,
     GraphTypeName,
@@ -44,7 +44,7 @@ from tribrid.graphstore.base import (
     CypherRejected,
     CypherTimedOut,
     Direction,
-    GraphReader,
+    GraphView,
     graph_key,
 )
 from tribrid.models import Entity
@@ -143,7 +143,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _key(self, corpus_id: str) -> str:
         return (await self._graph(corpus_id))[0]
 
-    def _reader(self, key: str, life: str) -> GraphReader:
+    def _reader(self, key: str, life: str) -> GraphView:
         """What searches of the committed graph under `key` read: the graph in memory, read once
         per generation and then searched without a round trip per traversal step or entity (see
         graphstore.snapshot); else the store itself. The store answers while the snapshot loads
@@ -240,6 +240,12 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             raise invalid("chunk_ids is empty: send the chunks to expand")
         key, life = await self._graph(request.corpus_id)
         reader = self._reader(key, life)
+        kinds = await self._graph_kinds(key, life)
+        if kinds.documents and not kinds.code and request.max_hops > MAX_DOCUMENT_HOPS:
+            raise invalid(
+                f"max_hops must be between 1 and {MAX_DOCUMENT_HOPS} on a corpus of documents,"
+                f" got {request.max_hops}"
+            )
         found = await expand_context(
             reader,
             self._pool,
@@ -251,13 +257,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             top_k,
             GraphSettings.of(self._cfg),
         )
-        if not (await self._graph_kinds(key, life)).documents:
+        if not kinds.documents:
             return await self._response(
                 request.corpus_id, found.chunks, started, request.include_content, found.provenance
             )
-        # Documents: up to max_hops deep, at most MAX_DOCUMENT_DEPTH (documents.py defines depth),
-        # over the document edge kinds the request names (all when it names none).
-        depth = min(cfg.max_hops, MAX_DOCUMENT_DEPTH)
+        # Documents: up to max_hops, at most MAX_DOCUMENT_HOPS (asking more of a corpus of documents
+        # alone is refused above; a corpus of code and documents walks its code further), over the
+        # document edge kinds the request names (all when it names none).
+        depth = min(cfg.max_hops, MAX_DOCUMENT_HOPS)
         walked = cfg.relationship_types if request.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
         settings = DocumentSettings.of(self._cfg, self._named_types, depth, walked)
         in_documents = await document_expansion(
@@ -270,7 +277,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         for match in response.matches:
             provenance = in_documents.provenance.get(match.chunk_id)
             if provenance is not None and found.provenance.get(match.chunk_id) is provenance:
-                match.expansion_depth = provenance.hops
+                match.expansion_hops = provenance.hops
         return response
 
     async def Neighbors(
@@ -354,7 +361,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         context: grpc.aio.ServicerContext[graph_pb2.EntitySearchRequest, graph_pb2.EntitySearchResponse],
     ) -> graph_pb2.EntitySearchResponse:
         validate_corpus_id(request.corpus_id)
-        depth = _in_range("depth", request.depth or 1, 1, entities.MAX_SEARCH_DEPTH)
+        max_hops = _in_range("max_hops", request.max_hops or 1, 1, entities.MAX_SEARCH_HOPS)
         limit = _in_range(
             "limit", request.limit or entities.DEFAULT_SEARCH_LIMIT, 1, entities.MAX_SEARCH_LIMIT
         )
@@ -365,7 +372,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         )
         key, life = await self._graph(request.corpus_id)
         entity = await self._resolve(key, request.entity, "entity")
-        return await entities.entity_search(self._reader(key, life), key, entity, rel_types, depth, limit)
+        return await entities.entity_search(self._reader(key, life), key, entity, rel_types, max_hops, limit)
 
     async def ChunkEntities(
         self,

@@ -24,8 +24,8 @@ from tribrid.graphstore import cypher, seeds, traversal
 from tribrid.graphstore.base import (
     NO_COMMUNITY,
     Direction,
-    GraphReader,
     GraphStore,
+    GraphView,
     TraversalHit,
     check_corpus_id,
     check_direction,
@@ -53,7 +53,7 @@ def _index(entities: Iterable[Entity], key_of: Callable[[Entity], str]) -> dict[
     return found
 
 
-class GraphSnapshot(GraphReader):
+class GraphSnapshot(GraphView):
     """The graph stored under one key, in memory; fulltext matching is asked of `fulltext`."""
 
     def __init__(
@@ -64,7 +64,7 @@ class GraphSnapshot(GraphReader):
         *,
         unresolved: Mapping[str, tuple[str, ...]],
         communities: Mapping[str, int],
-        fulltext: GraphReader,
+        fulltext: GraphView,
         fulltext_cache_terms: int = 0,
     ) -> None:
         self.key = check_corpus_id(key)

@@ -166,7 +166,7 @@ class IndexInfo:
     ef_construction: int | None
 
 
-async def read_index(pool: asyncpg.Pool) -> IndexInfo:
+async def hnsw_index_info(pool: asyncpg.Pool) -> IndexInfo:
     """The metric (from the operator class) and build parameters of the chunks_embedding index."""
     indexdef: str | None = await pool.fetchval(
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexname = 'chunks_embedding'"

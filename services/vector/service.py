@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import asyncpg
 import grpc
 
-from services.vector.search import IndexInfo, VectorResult, read_index, session_settings, vector_search
+from services.vector.search import IndexInfo, VectorResult, hnsw_index_info, session_settings, vector_search
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.options import RequestError, with_options
@@ -47,7 +47,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
     async def _check_index(self) -> None:
         """The configured metric must be the one the HNSW index was built for (checked once)."""
         if self._index is None:
-            self._index = await read_index(self._pool)
+            self._index = await hnsw_index_info(self._pool)
         metric = self._cfg.metric
         if self._index.metric is not None and self._index.metric != metric:
             raise RequestError(

@@ -89,7 +89,7 @@ class CypherFailed(ValueError):
 
 
 @runtime_checkable
-class GraphReader(Protocol):
+class GraphView(Protocol):
     """What a search reads from one corpus's graph: a store, or a snapshot of a committed generation."""
 
     async def find_seeds(
@@ -185,7 +185,7 @@ class GraphReader(Protocol):
 
 
 @runtime_checkable
-class GraphStore(GraphReader, Protocol):
+class GraphStore(GraphView, Protocol):
     """Code-graph storage for one or more corpora: entities (nodes) and typed relations (edges).
 
     Every method takes the corpus id; data of different corpora never mix.

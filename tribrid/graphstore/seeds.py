@@ -35,7 +35,7 @@ def aliased_types(entity_types: Sequence[str]) -> list[str]:
 
 
 class _SeedScorer:
-    """The best match class of an entity over the (lower-cased) terms (see GraphReader.find_seeds),
+    """The best match class of an entity over the (lower-cased) terms (see GraphView.find_seeds),
     for many entities and the same terms: the terms are turned into a set and a tuple once."""
 
     def __init__(self, terms: Sequence[str]) -> None:
