@@ -257,6 +257,11 @@ class GraphSearchConfig(_Section):
     cypher_timeout_ms: int = Field(5_000, ge=1, le=600_000)
     cypher_max_rows: int = Field(1_000, ge=1, le=100_000)
 
+    @property
+    def applied_community_boost(self) -> float:
+        """The community boost a search applies: none when communities are off."""
+        return self.community_boost if self.include_communities else 0.0
+
     @model_validator(mode="after")
     def _decay_covers_hops(self) -> GraphSearchConfig:
         if len(self.hop_decay) <= self.max_hops:

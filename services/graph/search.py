@@ -27,7 +27,7 @@ from itertools import pairwise
 import asyncpg
 
 from services.graph.external import GraphExternalNames
-from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig, QueryDirection
+from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import Direction, GraphView, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
@@ -116,40 +116,6 @@ def seed_match(score: float) -> str:
     return "prefix" if score >= PREFIX_SCORE else "fuzzy"
 
 
-@dataclass(frozen=True, slots=True)
-class GraphSettings:
-    """What one search walks with: the graph section merged with the request's options."""
-
-    max_hops: int
-    entity_types: Sequence[str]
-    relationship_types: Sequence[str]
-    hop_decay: Sequence[float]
-    max_seeds: int
-    max_visited: int
-    direction: QueryDirection = "auto"
-    # True when the request named its relationship types (a directional question keeps them).
-    explicit_relationship_types: bool = False
-    max_fanout: int = 50
-    path_bonus: float = 0.1
-    community_boost: float = 0.0
-
-    @classmethod
-    def of(cls, cfg: GraphSearchConfig, explicit_relationship_types: bool = False) -> GraphSettings:
-        return cls(
-            max_hops=cfg.max_hops,
-            entity_types=cfg.entity_types,
-            relationship_types=cfg.relationship_types,
-            hop_decay=cfg.hop_decay,
-            max_seeds=cfg.max_seeds,
-            max_visited=cfg.max_visited,
-            direction=cfg.direction,
-            explicit_relationship_types=explicit_relationship_types,
-            max_fanout=cfg.max_fanout,
-            path_bonus=cfg.path_bonus,
-            community_boost=cfg.community_boost if cfg.include_communities else 0.0,
-        )
-
-
 # A match's explanation: its detail line and provenance. Built only for the chunks returned (a
 # search scores a few hundred hits to return top_k).
 _Explain = Callable[[], tuple[str, common_pb2.GraphProvenance]]
@@ -189,16 +155,17 @@ class _Plan:
     asked: tuple[str, ...] = ()  # the relation the question is about: the first of its plan
 
 
-def _traversal_plan(settings: GraphSettings, read_intent: str | None) -> _Plan:
-    """How to walk from the seeds: the request's direction, else the question's intent
-    (the reading's intent)."""
+def _traversal_plan(settings: GraphSearchConfig, read_intent: str | None, explicit_types: bool) -> _Plan:
+    """How to walk from the seeds: the request's direction, else the question's intent (the
+    reading's). `explicit_types`: the request named its relationship types (a directional question
+    keeps them)."""
     allowed = list(settings.relationship_types)
     intent: str | None = settings.direction if settings.direction != "auto" else read_intent
     if intent is None or intent == "both":
         return _Plan("both", allowed, False, list(settings.entity_types))
     direction, wanted, seed_types = INTENT_PLANS[intent]
     rel_types = allowed
-    if not settings.explicit_relationship_types:
+    if not explicit_types:
         rel_types = [r for r in allowed if r in wanted] or allowed
     # restrict seeds to what the question is about, unless that rules out every allowed type
     types = [t for t in settings.entity_types if not seed_types or t in seed_types] or list(
@@ -210,7 +177,7 @@ def _traversal_plan(settings: GraphSettings, read_intent: str | None) -> _Plan:
 def hit_score(
     hit: TraversalHit,
     seed_score: float,
-    settings: GraphSettings,
+    settings: GraphSearchConfig,
     same_community: bool,
     asked: Sequence[str] = (),
     inferred: Sequence[float] = (),
@@ -221,7 +188,7 @@ def hit_score(
         score *= INFERRED_EDGE_WEIGHT * confidence
     score *= 1.0 + settings.path_bonus * math.log(max(hit.supporting_paths, 1))
     if same_community:
-        score *= 1.0 + settings.community_boost
+        score *= 1.0 + settings.applied_community_boost
     return score
 
 
@@ -368,7 +335,7 @@ def _result(rows: Sequence[ChunkRow], best: dict[str, _Best]) -> GraphResult:
     return GraphResult(chunks, provenance)
 
 
-def _expansion_limit(settings: GraphSettings, params: SearchParams) -> int:
+def _expansion_limit(settings: GraphSearchConfig, params: SearchParams) -> int:
     """Entities to reach: a few per wanted chunk (hits arrive nearest first, and a chunk scores by
     its best entity), all of max_visited when a path or language filter may drop many."""
     if params.path_regex is not None or params.languages:
@@ -390,15 +357,16 @@ async def graph_search(
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
-    settings: GraphSettings,
+    settings: GraphSearchConfig,
     external: GraphExternalNames,
     reading: Reading,
+    explicit_types: bool = False,
 ) -> GraphResult:
     """Search the graph stored under `key` (a generation of params.corpus_id); `external` is the
     leg's index of the references to code outside the corpus; `reading` how the question was read
     (`tribrid.question.read`)."""
     question = reading.question
-    plan = _traversal_plan(settings, reading.intent)
+    plan = _traversal_plan(settings, reading.intent, explicit_types)
     direction, rel_types, directional = plan.direction, plan.relationship_types, plan.directional
     terms = seed_terms(params.query)
     if directional:
@@ -456,7 +424,7 @@ async def graph_search(
     )
     await _names(store, key, hits, known)
     communities: dict[str, int] = {}
-    if settings.community_boost > 0 and hits:
+    if settings.applied_community_boost > 0 and hits:
         communities = await store.community_of(key, [*seed_score, *(h.entity.entity_id for h in hits)])
     seed_communities = {communities[s] for s in seed_score if s in communities}
     inferred = await _inferred_on_routes(store, key, hits)
@@ -486,7 +454,7 @@ async def _external_callers(
     pool: asyncpg.Pool,
     key: str,
     params: SearchParams,
-    settings: GraphSettings,
+    settings: GraphSearchConfig,
     plan: _Plan,
     terms: list[str],
     external: GraphExternalNames,
@@ -519,7 +487,7 @@ async def expand_context(
     max_hops: int,
     relationship_types: Sequence[str],
     top_k: int,
-    settings: GraphSettings,
+    settings: GraphSearchConfig,
 ) -> GraphResult:
     """Chunks -> their entities -> neighbours within max_hops (both ways) -> other chunks.
 

@@ -26,7 +26,7 @@ from services.graph.documents import (
 )
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
-from services.graph.search import GraphResult, GraphSettings, expand_context, graph_search
+from services.graph.search import GraphResult, expand_context, graph_search
 from services.graph.snapshot import GraphSnapshot
 from tribrid.config import (
     CODE_ENTITY_TYPES,
@@ -201,7 +201,6 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         cfg = with_options(self._cfg, options, "options.graph")
         params = validate_search(request, cfg.top_k, self._limits)
         reading = from_proto(request.reading, params.query)
-        settings = GraphSettings.of(cfg, explicit_relationship_types=bool(options.relationship_types))
         key, life = await self._graph(params.corpus_id)
         reader = self._reader(key, life)
         kinds = await self._graph_kinds(key, life)
@@ -210,7 +209,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             external = self._external.of(key, life)
             if reading is None:  # called directly: the leg reads the question itself
                 reading = read(params.query, await self._profiles.get(params.corpus_id))
-            found = await graph_search(reader, self._pool, key, params, settings, external, reading)
+            found = await graph_search(
+                reader, self._pool, key, params, cfg, external, reading, bool(options.relationship_types)
+            )
         if kinds.documents:
             walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
             documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
@@ -255,7 +256,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             cfg.max_hops,
             cfg.relationship_types,
             top_k,
-            GraphSettings.of(self._cfg),
+            self._cfg,
         )
         if not kinds.documents:
             return await self._response(
