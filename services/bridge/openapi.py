@@ -41,7 +41,6 @@ from services.bridge.contract import (
 DEFAULT_PATH = Path(tribrid.v1.__file__).parent / "openapi.json"
 PROTO_ROOT = Path(__file__).resolve().parents[2] / "protos"
 PACKAGE = "tribrid.v1"
-BRIDGE_PATHS = ("/healthz", "/readyz", "/openapi.json")
 
 _F = FieldDescriptor
 _SCALARS: dict[int, dict[str, Any]] = {
