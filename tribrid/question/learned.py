@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +65,7 @@ def char_ngrams(text: str) -> list[str]:
     ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Model:
     """The fitted reader: each feature block's vocabulary (n-gram -> column) and inverse document
     frequencies, and the classifier's weights (features x labels) and intercepts."""
@@ -109,21 +108,33 @@ class Model:
                 intercept=saved["intercept"].astype(np.float64),
             )
 
+    def __post_init__(self) -> None:
+        # The hot path's forms: each block's n-gram -> its column among all features, and the
+        # inverse document frequencies as a list (a numpy scalar costs more to read than a float).
+        offset = len(self.word_index)
+        object.__setattr__(
+            self, "_blocks", ((word_ngrams, self.word_index, 0), (char_ngrams, self.char_index, offset))
+        )
+        object.__setattr__(self, "_idf", [*self.word_idf.tolist(), *self.char_idf.tolist()])
+
     def probabilities(self, masked: str) -> dict[str, float]:
-        """How likely the masked text asks for each label; they sum to 1."""
-        columns: list[int] = []
-        values: list[float] = []
-        for grams, index, idf, offset in (
-            (word_ngrams(masked), self.word_index, self.word_idf, 0),
-            (char_ngrams(masked), self.char_index, self.char_idf, len(self.word_index)),
-        ):
-            counts = Counter(index[g] for g in grams if g in index)
-            weighted = {col: (1.0 + math.log(n)) * float(idf[col]) for col, n in counts.items()}
-            norm = math.sqrt(sum(v * v for v in weighted.values()))
-            for col, value in weighted.items():
-                columns.append(offset + col)
-                values.append(value / norm)
-        scores = self.intercept + np.asarray(values) @ self.coef[columns] if columns else self.intercept
+        """How likely the masked text asks for each label; they sum to 1. TfidfVectorizer's
+        features (sublinear counts times idf, each block scaled to unit length), then the
+        classifier's softmax."""
+        scores = self.intercept.copy()
+        idf: list[float] = self._idf  # type: ignore[attr-defined]
+        for ngrams, index, offset in self._blocks:  # type: ignore[attr-defined]
+            counts: dict[int, int] = {}
+            for gram in ngrams(masked):
+                column = index.get(gram)
+                if column is not None:
+                    counts[column + offset] = counts.get(column + offset, 0) + 1
+            if not counts:
+                continue
+            columns = list(counts)
+            weights = [(1.0 + math.log(n)) * idf[column] for column, n in counts.items()]
+            norm = math.sqrt(math.fsum(w * w for w in weights))
+            scores += np.asarray(weights) @ self.coef[columns] / norm
         exp = np.exp(scores - scores.max())
         return dict(zip(self.labels, map(float, exp / exp.sum()), strict=True))
 
