@@ -58,10 +58,14 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy tribrid services tribridctl evaluation tests bench
 
+# Tests that need no store or service (tests/unit): seconds, and nothing is started.
 unit: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q tests/unit
 
-test: lint unit
+# Lint, then every test: unit, integration (the real stores, the services in-process) and e2e
+# (processes: the CLI, `tribrid serve`, kills and restarts; fuzz campaigns; deploy manifests).
+test: install lint
+	$(BIN)/pytest -q
 
 .PHONY: fuzz
 # The long fuzz campaign: FUZZ_EXAMPLES random requests per RPC (12 RPCs, ListCorpora takes no input: > 10,000
@@ -69,7 +73,7 @@ test: lint unit
 # from its OpenAPI document (schemathesis), FUZZ_EXAMPLES each.
 FUZZ_EXAMPLES ?= 1000
 fuzz: install
-	TRIBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s tests/test_fuzz.py tests/test_bridge_fuzz.py
+	TRIBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s tests/e2e/test_fuzz.py tests/e2e/test_bridge_fuzz.py
 
 # Cold then unchanged index of a real repository (networkx, ~580 files); PATH_TO_INDEX=... to choose another.
 bench-index: up
@@ -163,6 +167,14 @@ bench-techniques: install
 BENCH_CONCURRENCY ?= 16
 bench: serve
 	$(PY) -m bench.bench_fusion --concurrency $(BENCH_CONCURRENCY) $(if $(PATH_TO_INDEX),--path $(PATH_TO_INDEX),)
+
+.PHONY: bench-quick
+# The guard against the next slowdown (bench/bench_quick.py, a few minutes): fused answers over gRPC and
+# HTTP at concurrency 1 and 8 on the installed click, half of them first-sight questions; p50, p99,
+# answers/s and server CPU per answer; rewrites the README's performance table.
+BENCH_QUICK_SECONDS ?= 20
+bench-quick: serve
+	$(PY) -m bench.bench_quick --seconds $(BENCH_QUICK_SECONDS)
 
 # Named-entity extraction throughput (chunks/s, chars/s) next to the embedding rate on the same
 # document chunks (bench/bench_ner.py); writes bench/results/bench_ner.{json,png}. Needs no stores.

@@ -1,52 +1,30 @@
-"""Session fixtures: real embedded stores on test-only ports and a test-only state dir."""
+"""What the integration and end-to-end tests share over the session's stores and services (the
+`config`, `stack` and `sample_corpus` fixtures of tests/conftest.py): the running stack, the sample
+corpus, and helpers that write to the stores or call the services."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from bench.procstack import free_port
-from tests import REPO_ROOT
-from tribrid.config import TriBridConfig, load_config
+from tests import FIXTURES
+from tribrid.config import TriBridConfig
 from tribrid.graphstore.base import graph_key
 from tribrid.legs import BY_NAME
 from tribrid.models import Entity, Relation
 from tribrid.resources import Resources
 from tribrid.server import RunningServer
-from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_options_pb2, indexer_pb2, indexer_pb2_grpc
-from tribridctl.compose import ALL_SERVICES, start_services
 
-
-@pytest.fixture(scope="session")
-def config() -> Iterator[TriBridConfig]:
-    # Free ports from the OS, so this suite never collides with `make up`, another checkout's
-    # tests, or stores a killed test run left behind.
-    cfg = load_config(
-        # TRIBRID_TEST_STATE_DIR lets several test sessions run side by side on one machine
-        state_dir=Path(os.environ.get("TRIBRID_TEST_STATE_DIR", REPO_ROOT / ".state" / "test")),
-        postgres={"port": free_port(), "database": "tribrid_test"},
-        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_test_"},
-        embedding={"num_threads": 2},
-    )
-    embedded.down(cfg)  # stores a killed run left in this state dir, whatever port they hold
-    embedded.up(cfg)
-    yield cfg
-    embedded.down(cfg)
-
-
-FIXTURE_REPO = Path(__file__).parent / "fixtures" / "sample_repo"
+FIXTURE_REPO = FIXTURES / "sample_repo"
 SAMPLE_CORPUS = "sample-shop"
 
 
@@ -60,23 +38,6 @@ class Stack:
 
     def channel(self, service: str) -> grpc.aio.Channel:
         return grpc.aio.insecure_channel(f"127.0.0.1:{self.servers[service].port}")
-
-
-@pytest.fixture(scope="session")
-async def stack(config: TriBridConfig) -> AsyncIterator[Stack]:
-    cfg = config.model_copy(
-        update={
-            "services": config.services.model_copy(
-                update={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")}
-            )
-        }
-    )
-    resources = Resources(cfg)
-    servers = await start_services(cfg, ALL_SERVICES, resources)
-    yield Stack(resources.cfg, resources, {str(name): server for name, server in servers.items()})
-    for server in servers.values():
-        await server.stop(0)
-    await resources.close()
 
 
 @dataclass(frozen=True)
@@ -147,18 +108,6 @@ async def index_corpus(stack: Stack, corpus_id: str, path: Path | str) -> indexe
         ):
             last = event
     return last
-
-
-@pytest.fixture(scope="session")
-async def sample_corpus(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> indexer_pb2.IndexProgress:
-    """The fixture repository, copied (tests may edit the copy) and indexed fresh into SAMPLE_CORPUS."""
-    root = tmp_path_factory.mktemp("sample") / "repo"
-    shutil.copytree(FIXTURE_REPO, root)
-    async with stack.channel("indexer") as channel:
-        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
-            indexer_pb2.DeleteCorpusRequest(corpus_id=SAMPLE_CORPUS)
-        )
-    return await index_corpus(stack, SAMPLE_CORPUS, root)
 
 
 def fusion_options(

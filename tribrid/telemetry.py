@@ -40,6 +40,10 @@ _STANDARD_RECORD_KEYS = set(logging.makeLogRecord({}).__dict__) | {"message", "a
 class JsonFormatter(logging.Formatter):
     """One JSON object per line; `extra={...}` fields become top-level keys."""
 
+    def __init__(self, service: str = "") -> None:
+        super().__init__()
+        self._service = service
+
     def format(self, record: logging.LogRecord) -> str:
         payload: dict[str, Any] = {
             "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
@@ -47,18 +51,22 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        if self._service:
+            payload["service"] = self._service
         payload.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD_RECORD_KEYS})
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
 
 
-def setup_logging(cfg: TelemetryConfig) -> None:
+def setup_logging(cfg: TelemetryConfig, service: str = "") -> None:
+    """Log to stderr; each line names `service` (the processes of `tribrid serve` share one log)."""
     handler = logging.StreamHandler(sys.stderr)
     if cfg.log_json:
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(JsonFormatter(service))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        prefix = f"[{service}] " if service else ""
+        handler.setFormatter(logging.Formatter(prefix + "%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(cfg.log_level)

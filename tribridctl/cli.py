@@ -41,6 +41,7 @@ from tribrid.v1 import (
     legs_pb2,
     reading_pb2,
 )
+from tribridctl import supervise
 from tribridctl.compose import ALL_SERVICES, PROCESS_ALL, ServiceName
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -137,18 +138,26 @@ def down() -> None:
 def serve(
     which: Annotated[str, typer.Argument(help=f"which service(s) to run: {', '.join(SERVE_CHOICES)}")] = ALL,
     background: Annotated[bool, typer.Option(help="detach, and wait until every service is healthy")] = False,
+    single_process: Annotated[
+        bool, typer.Option(help="every service in this one process (debugging); else one process each")
+    ] = False,
 ) -> None:
-    """Run services: all of them (the gRPC services and the HTTP bridge) in one process, or one."""
+    """Run services: one (as on Kubernetes), or all of them, the gRPC services and the HTTP bridge,
+    one process each under a supervisor that restarts a service that exits."""
     if which not in SERVE_CHOICES:
         raise typer.BadParameter(f"{which!r} is not one of {', '.join(SERVE_CHOICES)}", param_hint="WHICH")
     cfg = _config()
     if background:
-        _serve_background(cfg, which)
+        _serve_background(cfg, which, single_process)
         return
+    if which == ALL and not single_process:
+        # supervisord in the foreground, in place of this process: Ctrl-C or SIGTERM stops them all
+        supervise.write_config(cfg, _services(which))
+        os.execv(sys.executable, supervise.command(cfg))
     from tribrid import telemetry
     from tribridctl.compose import run
 
-    telemetry.setup_logging(cfg.telemetry)
+    telemetry.setup_logging(cfg.telemetry, which)
     telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which}")
     asyncio.run(run(cfg, _services(which)))
 
@@ -157,20 +166,23 @@ def _services(which: str) -> tuple[ServiceName, ...]:
     return PROCESS_ALL if which == ALL else (which,)
 
 
-def _serve_background(cfg: TriBridConfig, which: str) -> None:
+def _serve_background(cfg: TriBridConfig, which: str, single_process: bool) -> None:
     if (pid := _running_pid(cfg)) is not None:
         console.print(f"services: already running (pid {pid})")
         return
-    log_path = cfg.state_dir / "logs" / "services.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tribridctl.cli", "serve", which],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    log_path = supervise.log_path(cfg)
+    if single_process:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tribridctl.cli", "serve", which, "--single-process"],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+    else:
+        proc = supervise.start(cfg, _services(which))
     _pid_file(cfg).write_text(str(proc.pid))
     started = time.monotonic()
     for name in _services(which):
@@ -184,7 +196,9 @@ def _serve_background(cfg: TriBridConfig, which: str) -> None:
             err_console.print(f"[red]services: {name} did not become healthy; see {log_path}[/red]")
             raise typer.Exit(1)
     names = ", ".join(_services(which))
-    console.print(f"services: {names} healthy in {time.monotonic() - started:.1f}s (pid {proc.pid})")
+    how = "in one process" if single_process else "one process each, supervised"
+    took = time.monotonic() - started
+    console.print(f"services: {names} healthy in {took:.1f}s ({how}, pid {proc.pid}); log {log_path}")
 
 
 async def _wait_healthy(address: str, cfg: TriBridConfig, deadline_s: float) -> bool:
@@ -227,7 +241,9 @@ def stop() -> None:
         _pid_file(cfg).unlink(missing_ok=True)
         return
     os.kill(pid, signal.SIGTERM)
-    for _ in range(150):
+    # the supervisor stops every service first, each within its drain and grace periods
+    deadline = time.monotonic() + supervise.stop_wait_s(cfg) + 5
+    while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:

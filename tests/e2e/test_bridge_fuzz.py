@@ -1,6 +1,6 @@
 """schemathesis drives the HTTP bridge from its generated OpenAPI document: no operation answers 5xx.
 
-TRIBRID_FUZZ_EXAMPLES sets the examples per operation, as for tests/test_fuzz.py. Indexing and
+TRIBRID_FUZZ_EXAMPLES sets the examples per operation, as for tests/e2e/test_fuzz.py. Indexing and
 deleting are left to the gRPC fuzzer, which keeps them off the real filesystem and the shared
 corpora; here every other operation runs against the in-process stack.
 """
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from services.bridge.service import BridgeServer, start_bridge
 from tests import REPO_ROOT
-from tests.conftest import Stack
+from tests.stack import Stack
 from tribrid.v1 import indexer_pb2
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("TRIBRID_FUZZ_EXAMPLES", "12"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import SAMPLE_CORPUS, Stack
-from tests.test_cli import cli
+from tests.e2e.test_cli import cli
+from tests.stack import SAMPLE_CORPUS, Stack
 from tribrid.v1 import indexer_pb2
 
 

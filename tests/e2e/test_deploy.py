@@ -23,13 +23,14 @@ import pytest
 import yaml
 from pydantic import BaseModel, SecretStr
 
+from tests import REPO_ROOT
 from tribrid import auth
 from tribrid.config import ServicesConfig, TriBridConfig
 
 Manifest = dict[str, Any]
 Component = Literal["fusion", "vector", "sparse", "graph", "indexer"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 K8S = ROOT / "deploy" / "k8s"
 SECRET_EXAMPLE = K8S / "secret.example.yaml"
 TLS_SECRET = "tribrid-tls"  # tls.crt, tls.key and ca.crt (deploy/README.md)

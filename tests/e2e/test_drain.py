@@ -10,14 +10,12 @@ import subprocess
 from pathlib import Path
 
 import grpc
-import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.procstack import free_port, wait_serving
-from services.bridge.service import start_bridge
-from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack
-from tests.test_gateway_faults_more import _serve_subprocess
+from tests.e2e.test_gateway_faults import _serve_subprocess
+from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack
 from tribrid.config import TriBridConfig
 from tribrid.legs import BY_NAME, search_method
 from tribrid.v1 import common_pb2, indexer_pb2, indexer_pb2_grpc
@@ -120,21 +118,3 @@ async def test_sigterm_reports_not_serving_and_keeps_serving_through_the_drain_d
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-
-
-async def test_a_draining_bridge_is_not_ready_but_still_serves(
-    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
-) -> None:
-    update = {f"{name}_address": f"127.0.0.1:{server.port}" for name, server in stack.servers.items()}
-    cfg = stack.cfg.model_copy(update={"services": stack.cfg.services.model_copy(update=update)})
-    bridge = await start_bridge(cfg, "127.0.0.1", 0)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=30) as http:
-            assert (await http.get("/readyz")).status_code == 200
-            await bridge.drain()
-            assert (await http.get("/readyz")).status_code == 503
-            assert (await http.get("/healthz")).status_code == 200
-            search = await http.post("/v1/search", json={"corpusId": SAMPLE_CORPUS, "query": "cart total"})
-            assert search.status_code == 200 and search.json()["matches"]
-    finally:
-        await bridge.stop(0)

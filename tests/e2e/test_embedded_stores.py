@@ -1,6 +1,6 @@
 """Real embedded PostgreSQL + FalkorDB: start, reuse, stop, stale pid files, busy ports, fallbacks.
 
-Uses its own state dir and OS-chosen ports, so it never touches the session stores of conftest.py.
+Uses its own state dir and OS-chosen ports, so it never touches the session stores of tests/conftest.py.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescri
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.stack import SAMPLE_CORPUS, Stack
 from tribrid.v1 import (
     common_pb2,
     fusion_options_pb2,

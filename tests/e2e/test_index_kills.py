@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from services.indexer.consistency import Consistency, check_corpus, falkordb_graph_keys
-from tests.conftest import FIXTURE_REPO, Stack, index_corpus
 from tests.index_worker import killed_run
+from tests.stack import FIXTURE_REPO, Stack, index_corpus
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc

@@ -4,10 +4,8 @@ bridge; and the in-flight bound in front of a slow servicer."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 import httpx
@@ -15,13 +13,11 @@ import prometheus_client
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from pydantic import ValidationError
 
 from services.bridge.service import BridgeServer, start_bridge
-from tests.conftest import SAMPLE_CORPUS, Stack, StoredChunk, store_committed_chunks
+from tests.stack import SAMPLE_CORPUS, Stack, StoredChunk, store_committed_chunks
 from tribrid import auth
 from tribrid.config import AuthConfig, TokenConfig, TriBridConfig
-from tribrid.options import RequestError
 from tribrid.resources import Resources
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
@@ -195,36 +191,6 @@ async def test_bridge_answers_401_and_403_and_forwards_the_token(auth_stack: Aut
         assert found.json()["matches"][0]["symbol"] == "shop.payment.validate_card_number"
         listed = await http.get("/v1/corpora", headers=headers)
         assert [c["corpusId"] for c in listed.json()["corpora"]] == [SAMPLE_CORPUS]
-
-
-def test_every_contract_rpc_has_a_scope() -> None:
-    assert auth.RPC_SCOPES["/tribrid.v1.Fusion/Search"] == "search"
-    assert auth.RPC_SCOPES["/tribrid.v1.GraphSearch/Neighbors"] == "search"
-    assert auth.RPC_SCOPES["/tribrid.v1.Indexer/IndexCorpus"] == "index"
-    assert auth.RPC_SCOPES["/tribrid.v1.Indexer/DeleteCorpus"] == "admin"
-    assert auth.is_open("/grpc.health.v1.Health/Check")
-    assert not auth.is_open("/tribrid.v1.Fusion/Search")
-
-
-def test_tokens_file_adds_tokens(tmp_path: Path) -> None:
-    path = tmp_path / "tokens.json"
-    entry = {"name": "ci", "sha256": auth.hash_token("ci-token"), "scopes": ["index"], "corpora": ["a"]}
-    path.write_text(json.dumps([entry]))
-    table = auth.TokenTable(AuthConfig(enabled=True, tokens_file=path))
-    caller = table.authenticate("Bearer ci-token")
-    assert (caller.name, caller.has_scope("index"), caller.has_scope("admin")) == ("ci", True, False)
-    assert caller.may_see("a") and not caller.may_see("b")
-    with pytest.raises(RequestError) as refused:
-        table.authenticate("Bearer ci-token2")
-    assert refused.value.code == grpc.StatusCode.UNAUTHENTICATED
-
-
-def test_config_stores_hashes_and_needs_tokens_when_enabled() -> None:
-    with pytest.raises(ValidationError, match="sha256"):
-        TokenConfig(name="x", sha256="plain-token", scopes=["search"])
-    with pytest.raises(ValueError, match="no token"):
-        auth.TokenTable(AuthConfig(enabled=True))
-    assert not AuthConfig().enabled  # off by default: a loopback stack for trying things out
 
 
 class SlowVector(vector_pb2_grpc.VectorSearchServicer):

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from services.indexer.pg_writer import sparse_text
-from tests.conftest import Stack
-from tests.test_vector_leg import synth_vectors, write_corpus
+from tests.integration.test_vector_leg import synth_vectors, write_corpus
+from tests.stack import Stack
 from tribrid.models import Chunk
 from tribrid.text import index_tokens, parse_query, stem
 from tribrid.v1 import common_pb2, sparse_options_pb2, sparse_pb2_grpc

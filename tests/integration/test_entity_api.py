@@ -1,7 +1,7 @@
 """The entity API on a document graph written straight into FalkorDB + PostgreSQL (as the indexer
 writes it): EntitySearch, PathBetween and EntityChunks by names and aliases, ChunkEntities,
 Neighbors' edge properties, and the operators' read-only Cypher hatch (on Neo4j too when
-NEO4J_URI is set); one RPC over the HTTP bridge and through the CLI."""
+NEO4J_URI is set); one RPC over the HTTP bridge (through the CLI: tests/e2e/test_entity_api_cli.py)."""
 
 from __future__ import annotations
 
@@ -14,27 +14,22 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-import typer
 from google.protobuf import json_format
 
 from services.bridge.service import start_bridge
 from services.graph.entities import ENTITY_RELATION_TYPES, by_name, describe, walk_relations
 from services.graph.service import GraphServicer
 from services.graph.snapshot import GraphSnapshot
-from tests.conftest import Stack, StoredChunk, store_committed_chunks
-from tests.test_cli import cli
-from tests.test_graph_leg import entities_named, graph_corpus
-from tests.test_graphstore import BACKENDS, backend_config
-from tribrid.auth import RPC_SCOPES
+from tests.integration.test_graph_leg import entities_named, graph_corpus
+from tests.integration.test_graphstore import BACKENDS, backend_config
+from tests.stack import Stack, StoredChunk, store_committed_chunks
 from tribrid.config import TriBridConfig
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.graphstore.base import CypherRejected, CypherTimedOut, graph_key
-from tribrid.graphstore.cypher import FALKORDB, NEO4J, write_clause
 from tribrid.graphstore.cypher_store import CypherGraphStore
 from tribrid.models import Entity, Relation
 from tribrid.options import RequestError
 from tribrid.v1 import graph_pb2, graph_pb2_grpc
-from tribridctl.cli import _cypher_parameter
 
 GENERATION = 2
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -333,25 +328,6 @@ async def test_chunk_entities(stack: Stack, doc_corpus: str) -> None:
 # --- the Cypher hatch ---------------------------------------------------------------------------
 
 
-def test_write_clauses_are_named() -> None:
-    procedures = FALKORDB.read_procedures
-    assert write_clause("MATCH (n) DETACH DELETE n", procedures) == "the DETACH clause writes"
-    assert write_clause("match (n) set n.x = 1", procedures) == "the SET clause writes"
-    assert write_clause("LOAD  CSV FROM 'x' AS r RETURN r", procedures) == "the LOAD CSV clause writes"
-    assert write_clause("CALL db.idx.fulltext.drop('Entity')", procedures) is not None
-    assert write_clause("CALL apoc.create.node(['X'], {})", NEO4J.read_procedures) is not None
-    # words in strings, comments, properties and parameters are not clauses
-    read = "MATCH (n) WHERE n.name = 'CREATE me' AND n.set = $delete // MERGE\nRETURN n /* DROP */"
-    assert write_clause(read, procedures) is None
-    assert write_clause("CALL db.labels() YIELD label RETURN label", procedures) is None
-    assert write_clause("CALL algo.pageRank('Entity', 'RELATED_TO')", procedures) is None
-
-
-def test_the_hatch_needs_the_admin_scope() -> None:
-    assert RPC_SCOPES["/tribrid.v1.GraphSearch/CypherQuery"] == "admin"
-    assert RPC_SCOPES["/tribrid.v1.GraphSearch/EntitySearch"] == "search"
-
-
 async def test_the_hatch_is_off_by_default(stack: Stack, doc_corpus: str) -> None:
     request = graph_pb2.CypherQueryRequest(corpus_id=doc_corpus, query="MATCH (n) RETURN count(n)")
     await expect_error(
@@ -486,7 +462,7 @@ async def test_entity_logic_on_each_store_and_its_snapshot(backend: tuple[GraphS
         }
 
 
-# --- over HTTP and the CLI ----------------------------------------------------------------------
+# --- over HTTP ----------------------------------------------------------------------------------
 
 
 async def test_entity_search_over_http(stack: Stack, doc_corpus: str) -> None:
@@ -508,43 +484,3 @@ async def test_entity_search_over_http(stack: Stack, doc_corpus: str) -> None:
     assert reply.json() == json_format.MessageToDict(direct, always_print_fields_with_no_presence=True)
     assert reply.json()["relations"][1]["properties"]["strength"] == 0.8
     assert missing.status_code == 404 and "Nobody" in missing.text
-
-
-async def test_entity_search_in_the_cli(stack: Stack, doc_corpus: str) -> None:
-    code, out, err = await cli(
-        stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--depth", "2", "--json"
-    )
-    assert code == 0, err
-    reply = json.loads(out)
-    assert reply["total"] == 3 and [r["target"]["name"] for r in reply["relations"]] == [
-        "Michael Dell",
-        "Texas",
-        "Austin",
-    ]
-    code, out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus)
-    assert code == 0, err
-    assert "Dell Technologies: 2 relations" in out and "strength=0.8" in out
-    code, _out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--depth", "4")
-    assert code == 1 and "INVALID_ARGUMENT" in err and "depth: must be between 1 and 3" in err
-
-
-async def test_chunk_entities_and_the_hatch_in_the_cli(stack: Stack, doc_corpus: str) -> None:
-    code, out, err = await cli(stack, "graph", "chunk-entities", "c3", "--corpus", doc_corpus, "--json")
-    assert code == 0, err
-    assert [(e["name"], e["edge"]["count"]) for e in json.loads(out)["mentions"]] == [
-        ("Dell Technologies", 3),
-        ("Texas", 2),
-        ("Austin", 1),
-    ]
-    code, _out, err = await cli(
-        stack, "graph", "cypher", "MATCH (n) RETURN n LIMIT $n", "--corpus", doc_corpus, "--param", "n=1"
-    )
-    assert code == 1 and "FAILED_PRECONDITION" in err and "graph.cypher_enabled" in err
-
-
-def test_cli_cypher_parameters_are_json_or_text() -> None:
-    assert _cypher_parameter("n=10") == ("n", 10)
-    assert _cypher_parameter('names=["Dell", "Texas"]') == ("names", ["Dell", "Texas"])
-    assert _cypher_parameter("name=Dell Technologies") == ("name", "Dell Technologies")
-    with pytest.raises(typer.BadParameter, match="name=value"):
-        _cypher_parameter("oops")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from services.graph.external import ExternalNames, lookup_keys
-from tests.conftest import Stack
-from tests.test_graphstore import ent, new_corpus_id
+from services.graph.external import ExternalNames
+from tests.integration.test_graphstore import ent, new_corpus_id
+from tests.stack import Stack
 from tribrid.graphstore.base import graph_key
 
 REFS = {
@@ -16,11 +16,6 @@ REFS = {
     "d": ("shutil.get_terminal_size",),
     "e": ("json.dumps",),
 }
-
-
-def test_lookup_keys_are_the_name_and_its_dotted_tails() -> None:
-    assert lookup_keys("Requests.Session.get") == ["requests.session.get", "session.get", "get"]
-    assert lookup_keys("dumps") == ["dumps"]
 
 
 async def test_referrers_match_names_and_dotted_tails_per_generation(stack: Stack) -> None:

@@ -17,19 +17,22 @@ from services.graph.documents import (
     document_expansion,
     document_search,
     find_document_seeds,
-    query_recognizer,
-    query_terms,
 )
 from services.graph.search import GraphResult
 from services.graph.service import GraphServicer
 from services.graph.snapshot import GraphSnapshot
-from tests.conftest import Stack, StoredChunk, committed_graph, index_corpus
-from tests.test_document_graph import KNOWLEDGE
-from tests.test_graph_leg import FIXTURE_EDGES, GENERATION, fixture_entities, graph_corpus, graph_options
+from tests.integration.test_document_graph import KNOWLEDGE
+from tests.integration.test_graph_leg import (
+    FIXTURE_EDGES,
+    GENERATION,
+    fixture_entities,
+    graph_corpus,
+    graph_options,
+)
+from tests.stack import Stack, StoredChunk, committed_graph, index_corpus
 from tribrid.config import TriBridConfig
 from tribrid.graphstore.base import GraphReader, graph_key
 from tribrid.models import Entity, Relation
-from tribrid.ner import EntityRecognizer
 from tribrid.search_common import SearchParams
 from tribrid.stores.postgres import corpus_generation
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc
@@ -175,24 +178,6 @@ async def expand(
 
 
 # --- seeds ----------------------------------------------------------------------------------------
-
-
-def test_query_terms() -> None:
-    exact, prefix = query_terms("Where is the University of Texas at Austin?")
-    assert exact == [
-        "University",
-        "Texas",
-        "Austin",
-        "University of Texas",
-        "Texas at Austin",
-        # the names' forms with an article (a display name can keep it)
-        "the University",
-        "the Texas",
-        "the Austin",
-        "the University of Texas",
-        "the Texas at Austin",
-    ]  # "University of Texas at Austin" is 5 words: more than MAX_NAME_WORDS
-    assert prefix == ["University", "Texas", "Austin"]
 
 
 async def test_seeds_by_name_alias_prefix_and_ner(
@@ -455,13 +440,6 @@ async def test_bad_document_max_depth(stack: Stack, corpus: str) -> None:
             await rpc_search(stack, corpus, "dell", document_max_depth=depth)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert message in (err.value.details() or "")
-
-
-def test_query_recognizer_names_what_the_indexer_would(config: TriBridConfig) -> None:
-    recognize = query_recognizer(EntityRecognizer(config.entities))
-    names = recognize("Did Roald Amundsen reach the South Pole before Robert Falcon Scott?")
-    assert "Roald Amundsen" in names and "Robert Falcon Scott" in names
-    assert recognize("how do I reset the password") == []
 
 
 async def test_named_relationship_types_narrow_the_walk(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import random
 from collections.abc import AsyncIterator, Sequence
@@ -10,9 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from services.graph.per_graph import PerGraph
 from services.graph.snapshot import GraphSnapshot
-from tests.test_graphstore import (
+from tests.integration.test_graphstore import (
     ALL_ENTITY_TYPES,
     ALL_REL_TYPES,
     BACKENDS,
@@ -181,63 +179,6 @@ async def test_a_snapshot_answers_only_for_its_own_graph(loaded: tuple[str, Grap
     with pytest.raises(ValueError, match="this snapshot holds graph"):
         await snapshot.get_entities(graph_key("other", 1), ["e001"])
     assert [e.entity_id for e in await snapshot.get_entities(key, ["e001"])] == ["e001"]
-
-
-async def test_per_graph_loads_once_per_key_and_life_and_retries_failures() -> None:
-    loads: list[str] = []
-    cache: PerGraph[str] = PerGraph(max_graphs=2)
-
-    async def load(value: str) -> str:
-        loads.append(value)
-        await asyncio.sleep(0)
-        if value == "bad":
-            raise RuntimeError("store down")
-        return value
-
-    together = await asyncio.gather(*(cache.get("k@g1", "life-1", lambda: load("one")) for _ in range(3)))
-    assert together == ["one"] * 3 and loads == ["one"]  # concurrent callers share one load
-    assert await cache.get("k@g1", "life-2", lambda: load("two")) == "two"  # a new life loads anew
-    for _ in range(2):
-        with pytest.raises(RuntimeError):
-            await cache.get("k@g2", "life-1", lambda: load("bad"))
-    assert loads == ["one", "two", "bad", "bad"]  # a failed load is not kept
-    assert await cache.get("k@g1", "life-2", lambda: load("again")) == "two"
-
-
-async def test_per_graph_ready_starts_the_load_without_waiting_for_it() -> None:
-    release = asyncio.Event()
-    loads: list[str] = []
-    cache: PerGraph[str] = PerGraph(max_graphs=2)
-
-    async def load() -> str:
-        loads.append("snapshot")
-        await release.wait()
-        return "snapshot"
-
-    assert cache.ready("k@g1", "life-1", load) is None  # started, not done: the caller goes on
-    await asyncio.sleep(0)
-    assert cache.ready("k@g1", "life-1", load) is None and loads == ["snapshot"]  # one load
-    release.set()
-    assert await cache.get("k@g1", "life-1", load) == "snapshot"
-    assert cache.ready("k@g1", "life-1", load) == "snapshot" and loads == ["snapshot"]
-
-
-async def test_per_graph_ready_reports_a_failed_load_and_retries_it(caplog: pytest.LogCaptureFixture) -> None:
-    attempts: list[int] = []
-    cache: PerGraph[str] = PerGraph(max_graphs=2)
-
-    async def load() -> str:
-        attempts.append(len(attempts))
-        if len(attempts) == 1:
-            raise RuntimeError("store down")
-        return "snapshot"
-
-    assert cache.ready("k@g1", "life-1", load) is None
-    await asyncio.sleep(0.01)  # the load fails in the background: nobody awaits it
-    assert "loading graph k@g1 failed: RuntimeError('store down')" in caplog.text
-    assert cache.ready("k@g1", "life-1", load) is None  # a failed load is started again
-    await asyncio.sleep(0.01)
-    assert cache.ready("k@g1", "life-1", load) == "snapshot" and attempts == [0, 1]
 
 
 async def test_a_kind_of_walk_is_kept_once_whatever_the_order_and_only_a_few_kinds_are_kept(

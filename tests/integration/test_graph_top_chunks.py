@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 
 from services.graph import search
-from tests.conftest import Stack, StoredChunk, store_committed_chunks
+from tests.stack import Stack, StoredChunk, store_committed_chunks
 from tribrid.stores.postgres import ChunkRow
 from tribrid.stores.postgres import fetch_chunks as real_fetch
 from tribrid.v1 import common_pb2

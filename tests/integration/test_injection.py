@@ -8,7 +8,7 @@ from collections.abc import Awaitable
 import grpc
 import pytest
 
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.stack import SAMPLE_CORPUS, Stack
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2,

@@ -4,20 +4,12 @@ token reads it; no token, another token or a search-only token gets 401."""
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from bench.procstack import free_port
+from tests.unit.test_metrics_guard import TOKENS
 from tribrid import telemetry
 from tribrid.auth import hash_token
-from tribrid.config import AuthConfig, TelemetryConfig, TokenConfig
-
-TOKENS = AuthConfig(
-    enabled=True,
-    tokens=[
-        TokenConfig(name="reader", sha256=hash_token("search-token"), scopes=["search"]),
-        TokenConfig(name="ops", sha256=hash_token("admin-token"), scopes=["admin"]),
-    ],
-)
+from tribrid.config import TelemetryConfig
 
 
 def _scrape(port: int, token: str | None) -> httpx.Response:
@@ -53,10 +45,3 @@ def test_metrics_are_open_unless_metrics_auth_is_on() -> None:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def test_metrics_auth_without_any_accepted_token_refuses_to_start() -> None:
-    search_only = AuthConfig(tokens=[TOKENS.tokens[0]])
-    with pytest.raises(ValueError, match="metrics_token_sha256 or an auth token with the admin scope"):
-        telemetry.metrics_guard(TelemetryConfig(metrics_auth=True), search_only)
-    assert telemetry.metrics_guard(TelemetryConfig(metrics_auth=True), TOKENS) is not None

@@ -4,11 +4,11 @@ passages indexed together; each leg answers, and the gateway routes a corpus of 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import Stack, index_corpus
+from tests import FIXTURES
+from tests.stack import Stack, index_corpus
 from tribrid.options import spelling
 from tribrid.v1 import (
     common_pb2,
@@ -21,7 +21,7 @@ from tribrid.v1 import (
 from tribrid.v1.reading_pb2 import QueryKind
 
 CORPUS = "multilingual"
-FIXTURE = Path(__file__).parent / "fixtures" / "multilingual"
+FIXTURE = FIXTURES / "multilingual"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Every request option's bounds, from one table, at every entry point: the leg's own gRPC service,
-the gateway, the HTTP bridge and the CLI. Each rejection is INVALID_ARGUMENT (HTTP 400, a failing
-exit) naming the option and what it allows: the bounds are the config section's, checked once."""
+the gateway, the HTTP bridge (and the CLI: tests/e2e/test_option_bounds_cli.py). Each rejection is
+INVALID_ARGUMENT (HTTP 400, a failing exit) naming the option and what it allows: the bounds are the
+config section's, checked once."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import pytest
 from google.protobuf import json_format
 
 from services.bridge.service import start_bridge
-from tests.conftest import SAMPLE_CORPUS, Stack
-from tests.test_cli import cli
+from tests.stack import SAMPLE_CORPUS, Stack
 from tribrid.legs import BY_NAME
 from tribrid.options import set_option
 from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2
@@ -186,43 +186,3 @@ async def test_http_rejects_every_option(
     assert reply.status_code == 400, reply.text
     assert reply.json()["code"] == "INVALID_ARGUMENT"
     assert message in reply.json()["message"]
-
-
-@pytest.mark.parametrize(("settings", "message"), CASES, ids=IDS)
-async def test_the_cli_rejects_every_option(
-    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, settings: tuple[str, ...], message: str
-) -> None:
-    args = [arg for setting in settings for arg in ("-o", setting)]
-    code, _out, err = await cli(stack, "search", "cart total", "--corpus", SAMPLE_CORPUS, *args)
-    assert code != 0
-    assert "INVALID_ARGUMENT" in err and message in flat(err)
-
-
-async def test_valid_options_are_answered_everywhere(
-    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, http: httpx.AsyncClient
-) -> None:
-    """The same settings at their bounds are accepted: the table's rejections are the bounds."""
-    settings = (
-        "vector.ef_search=400",
-        "vector.similarity_threshold=-1",
-        "sparse.bm25_k1=3",
-        "sparse.query_mode=boolean",
-        "graph.max_hops=5",
-        "graph.direction=callers",
-        "fusion.method=weighted",
-        "fusion.normalization=z_score",
-        "fusion.legs.graph.weight=0",
-        "fusion.expansion_top_n=100",
-        "fusion.enable_expansion=true",
-        "fusion.expansion_max_depth=3",
-        "fusion.expansion_chunk_weight=1",
-        "fusion.expansion_min_score=0",
-        "fusion.expansion_max_chunks=200",
-        "fusion.expansion_placement=interleave",
-    )
-    reply = await http.post("/v1/search", json=json_format.MessageToDict(request(settings)))
-    assert reply.status_code == 200, reply.text
-    assert reply.json()["fusionMethod"] == "FUSION_METHOD_WEIGHTED" and reply.json()["weights"]["graph"] == 0
-    args = [arg for setting in settings for arg in ("-o", setting)]
-    code, _out, err = await cli(stack, "search", "cart total", "--corpus", SAMPLE_CORPUS, "--json", *args)
-    assert code == 0, err

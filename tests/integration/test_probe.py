@@ -8,7 +8,7 @@ from pathlib import Path
 from tribrid import tls
 from tribrid.certs import make_certs
 from tribrid.config import ServicesConfig
-from tribrid.probe import main, serving
+from tribrid.probe import serving
 from tribrid.server import start_server
 
 
@@ -30,8 +30,3 @@ async def test_probe_reads_the_health_of_a_mutual_tls_server(tmp_path: Path) -> 
         assert not await serving("sparse", at_port)
     finally:
         await server.stop(0)
-
-
-def test_probe_names_a_grpc_service() -> None:
-    assert main([]) == 2
-    assert main(["bridge"]) == 2  # HTTP: its probes are httpGet

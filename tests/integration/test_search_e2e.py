@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from tests.conftest import SAMPLE_CORPUS, Stack, fusion_options
+from tests.stack import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.legs import BY_VALUE
 from tribrid.options import spelling
 from tribrid.v1 import (

@@ -13,8 +13,8 @@ import pytest
 
 from services.sparse.bm25 import SESSION_SETTINGS, build_plain_query
 from services.sparse.service import SparseServicer
-from tests.conftest import SAMPLE_CORPUS, Stack
-from tests.test_vector_leg import synth_vectors, write_corpus
+from tests.integration.test_vector_leg import synth_vectors, write_corpus
+from tests.stack import SAMPLE_CORPUS, Stack
 from tribrid.models import Chunk
 from tribrid.search_common import SearchParams
 from tribrid.v1 import common_pb2, indexer_pb2, sparse_options_pb2, sparse_pb2_grpc

@@ -18,18 +18,16 @@ from services.bridge.service import start_bridge
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
-from tests.conftest import FIXTURE_REPO, SAMPLE_CORPUS, Stack, collected_spans, fusion_options
+from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack, collected_spans, fusion_options
 from tribrid.config import (
-    ConfigError,
     GenerationConfig,
     HydeSettings,
     MultiQuerySettings,
     TechniqueRegistry,
-    load_config,
 )
 from tribrid.legs import BY_VALUE, LEGS
 from tribrid.options import RequestError, set_option
-from tribrid.resources import Resources, start_services
+from tribrid.resources import Resources
 from tribrid.server import RunningServer, ServiceSpec, start_server
 from tribrid.v1 import (
     common_pb2,
@@ -39,6 +37,7 @@ from tribrid.v1 import (
     vector_pb2_grpc,
 )
 from tribridctl import cli
+from tribridctl.compose import start_services
 
 API_KEY = "sk-test-7f3a9c-never-in-logs"
 CARD_CHECK = "shop.payment.validate_card_number"
@@ -323,29 +322,6 @@ async def test_technique_requests_are_checked(stack: Stack, sample_corpus: index
         await gateway.search(request("cart", ["hyde"]), remaining_s=30)
     await gateway.close()
     assert disabled.value.code == grpc.StatusCode.FAILED_PRECONDITION and "disabled" in disabled.value.message
-
-
-def test_techniques_in_config_and_cli() -> None:
-    options = common_pb2.SearchOptions()
-    set_option(options, "fusion.techniques=hyde,multi_query")
-    assert list(options.fusion.techniques) == ["hyde", "multi_query"]
-    assert not load_config().generation.configured  # off by default
-    cfg = load_config(
-        fusion={"techniques": ["multi_query"]}, generation={"base_url": "http://127.0.0.1:1/v1"}
-    )
-    assert cfg.fusion.techniques == ["multi_query"] and cfg.generation.configured
-    # techniques on every request that could never run stop start-up
-    with pytest.raises(ConfigError, match=r"needs generation\.base_url"):
-        load_config(fusion={"techniques": ["multi_query"]})
-    with pytest.raises(ConfigError, match="disables"):
-        load_config(
-            fusion={"techniques": ["hyde"], "technique_settings": {"hyde": {"enabled": False}}},
-            generation={"base_url": "http://127.0.0.1:1/v1"},
-        )
-    with pytest.raises(ConfigError, match="unknown techniques"):
-        load_config(fusion={"techniques": ["step_back"]})
-    with pytest.raises(ConfigError, match="num_queries"):
-        load_config(fusion={"technique_settings": {"multi_query": {"num_queries": 6}}})
 
 
 @pytest.fixture

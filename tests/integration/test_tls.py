@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from services.bridge.service import BridgeServer, start_bridge
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.stack import SAMPLE_CORPUS, Stack
 from tribrid import tls
 from tribrid.certs import CertFiles, make_certs
 from tribrid.config import TriBridConfig

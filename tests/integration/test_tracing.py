@@ -10,7 +10,7 @@ from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.conftest import SAMPLE_CORPUS, Stack, collected_spans
+from tests.stack import SAMPLE_CORPUS, Stack, collected_spans
 from tribrid import telemetry
 from tribrid.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc, indexer_pb2, legs_pb2
 

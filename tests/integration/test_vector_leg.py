@@ -1,5 +1,6 @@
 """The vector leg on real pgvector: HNSW vs exact plans, filters without losing top-k, metrics,
-thresholds, ef_search bounds, and the query-embedding cache and micro-batcher."""
+thresholds, ef_search bounds, and a full query queue (the query-embedding cache and micro-batcher
+alone: tests/unit/test_query_embedding.py)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ from services.vector.search import (
     vector_search,
 )
 from services.vector.service import VectorServicer
-from tests.conftest import SAMPLE_CORPUS, Stack
+from tests.stack import SAMPLE_CORPUS, Stack
+from tests.unit.test_query_embedding import CountingEmbedder
 from tribrid.config import VectorConfig
-from tribrid.embedding import EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache, Vectors
+from tribrid.embedding import Vectors
 from tribrid.models import Chunk, stable_id
 from tribrid.options import RequestError
 from tribrid.search_common import SearchParams, glob_to_regex
@@ -379,61 +381,6 @@ async def test_bad_input(stack: Stack, sample_corpus: indexer_pb2.IndexProgress)
     assert (await search_error(stack, too_long)).code() == grpc.StatusCode.INVALID_ARGUMENT
     err = await search_error(stack, "cart", corpus_id="no-such-corpus")
     assert err.code() == grpc.StatusCode.NOT_FOUND and "not found" in (err.details() or "")
-
-
-class CountingEmbedder:
-    """Deterministic unit vectors; records each call's batch; optionally slow."""
-
-    name = "counting"
-    dim = 8
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.batches: list[list[str]] = []
-        self.delay = delay
-
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        self.batches.append(list(texts))
-        await asyncio.sleep(self.delay)
-        rows = np.array([[hash((t, j)) % 1000 + 1 for j in range(self.dim)] for t in texts], dtype=np.float64)
-        return _unit(rows)
-
-
-async def test_micro_batcher_batches_concurrent_queries() -> None:
-    fake = CountingEmbedder(delay=0.01)
-    batcher = QueryBatcher(fake, max_batch=32, max_wait_ms=5, max_queue=100)
-    texts = [f"query {i}" for i in range(20)] + ["query 0"]
-    vectors = await asyncio.gather(*(batcher.embed(t) for t in texts))
-    assert len(fake.batches) == 1 and len(fake.batches[0]) == 20  # one model call, duplicates folded
-    assert np.allclose(vectors[0], vectors[-1])
-    direct = await CountingEmbedder().embed(["query 3"])
-    assert np.allclose(vectors[3], direct[0])
-    await batcher.close()
-
-
-async def test_micro_batcher_queue_is_bounded() -> None:
-    fake = CountingEmbedder(delay=0.2)
-    batcher = QueryBatcher(fake, max_batch=1, max_wait_ms=0, max_queue=2)
-    first = asyncio.ensure_future(batcher.embed("a"))
-    await asyncio.sleep(0.02)  # the worker holds "a" in the model call
-    queued = [asyncio.ensure_future(batcher.embed(t)) for t in ("b", "c")]
-    await asyncio.sleep(0)
-    with pytest.raises(EmbeddingOverloaded):
-        await batcher.embed("d")
-    await asyncio.gather(first, *queued)
-    await batcher.close()
-
-
-async def test_query_cache_embeds_once(stack: Stack, sample_corpus: indexer_pb2.IndexProgress) -> None:
-    fake = CountingEmbedder()
-    cache = QueryEmbeddingCache(fake, 2, QueryBatcher(fake, max_wait_ms=1))
-    a1, a2 = await asyncio.gather(cache.embed_query("a"), cache.embed_query("a"))
-    assert np.array_equal(a1, a2) and len(fake.batches) == 1
-    await cache.embed_query("a")
-    assert len(fake.batches) == 1 and cache.hits == 2 and cache.misses == 1
-    await cache.embed_query("b")
-    await cache.embed_query("c")  # evicts "a"
-    await cache.embed_query("a")
-    assert len(fake.batches) == 4
 
 
 async def test_full_queue_is_resource_exhausted(

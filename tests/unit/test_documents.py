@@ -1,16 +1,15 @@
-"""Documents: each format's outline and chunks (exact spans, breadcrumbs, pages), the files that are
-skipped and why, and a changed PDF re-indexed against the real stores."""
+"""Documents: each format's outline and chunks (exact spans, breadcrumbs, pages) and the files that
+are skipped and why (a changed PDF re-indexed against the real stores: tests/integration/
+test_documents_index.py)."""
 
 from __future__ import annotations
 
 import io
-import json
 import shutil
 from datetime import date
 from pathlib import Path
 
 import docx
-import httpx
 import pytest
 from pypdf import PdfReader, PdfWriter
 from reportlab.graphics.shapes import Drawing, Rect
@@ -25,18 +24,14 @@ from services.indexer.documents import (
     document_metadata,
     outline_of,
 )
-from services.indexer.pipeline import IndexPipeline
 from services.indexer.walker import Skipped, SourceFile, walk_corpus
-from tests.conftest import Stack, index_corpus
-from tests.test_bridge import _bridge
-from tests.test_cli import cli
+from tests import FIXTURES
 from tribrid.config import IndexerConfig
 from tribrid.models import Chunk
-from tribrid.stores.postgres import committed
-from tribrid.v1 import common_pb2, fusion_pb2_grpc, indexer_pb2, indexer_pb2_grpc
-from tribridctl.cli import DEMO_DOCUMENT_QUERIES, _demo_documents_root, describe_match
+from tribrid.v1 import common_pb2
+from tribridctl.cli import describe_match
 
-FIXTURES = Path(__file__).parent / "fixtures" / "documents"
+DOCUMENTS = FIXTURES / "documents"
 # No minimum (nothing merges) and a budget every section of the fixtures fits: a chunk per section.
 SMALL = IndexerConfig(doc_chunk_min_tokens=1, doc_chunk_max_tokens=60)
 
@@ -112,7 +107,7 @@ def assert_content_is_the_lines(source: SourceFile, chunks: list[Chunk]) -> None
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURES, tmp_path / "docs")
+    shutil.copytree(DOCUMENTS, tmp_path / "docs")
     (tmp_path / "docs" / "ops.pdf").write_bytes(write_pdf(PDF_PAGES))
     (tmp_path / "docs" / "atlas.docx").write_bytes(write_docx())
     return tmp_path / "docs"
@@ -320,85 +315,6 @@ def test_corrupt_encrypted_textless_and_empty_files_are_skipped_with_reasons(tmp
     assert list(files) == ["fine.md"]
 
 
-async def index_with(
-    stack: Stack, cfg: IndexerConfig, corpus_id: str, root: Path
-) -> indexer_pb2.IndexProgress:
-    pipeline = IndexPipeline(
-        stack.cfg.model_copy(update={"indexer": cfg}),
-        await stack.resources.pool(),
-        stack.resources.graph(),
-        stack.resources.embedder(),
-    )
-    last = indexer_pb2.IndexProgress()
-    async for event in pipeline.run(corpus_id, str(root)):
-        last = event
-    assert last.done
-    return last
-
-
-async def test_reindexing_a_changed_pdf_replaces_only_its_chunks(stack: Stack, corpus: Path) -> None:
-    cfg = stack.cfg.indexer.model_copy(update={"doc_chunk_min_tokens": 1, "doc_chunk_max_tokens": 20})
-    async with stack.channel("indexer") as channel:  # a corpus an earlier session left behind
-        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
-            indexer_pb2.DeleteCorpusRequest(corpus_id="docs-reindex")
-        )
-    first = await index_with(stack, cfg, "docs-reindex", corpus)
-    assert first.files_changed == 5 and first.files_skipped == 0
-    pool = await stack.resources.pool()
-    query = (
-        "SELECT chunk_id, file_path, generation, start_line, end_line, content, document_title, section,"
-        f" page_start, page_end FROM chunks c WHERE corpus_id = $1 AND {committed('c')}"
-    )
-    before = {r["chunk_id"]: dict(r) for r in await pool.fetch(query, "docs-reindex")}
-    pdf_before = {k: v for k, v in before.items() if v["file_path"] == "ops.pdf"}
-    assert sorted((v["page_start"], v["page_end"], v["document_title"]) for v in pdf_before.values()) == [
-        (1, 1, "VxRail Operations"),
-        (2, 2, "VxRail Operations"),
-        (3, 3, "VxRail Operations"),
-    ]
-
-    changed = (
-        PDF_PAGES[0],
-        ("Restore procedures", "Restores need the volume key.", "Keys live in the vault."),
-        PDF_PAGES[2],
-    )
-    (corpus / "ops.pdf").write_bytes(write_pdf(changed))
-    second = await index_with(stack, cfg, "docs-reindex", corpus)
-    assert (second.files_changed, second.files_deleted, second.generation) == (1, 0, first.generation + 1)
-    after = {r["chunk_id"]: dict(r) for r in await pool.fetch(query, "docs-reindex")}
-
-    others = {k: v for k, v in before.items() if v["file_path"] != "ops.pdf"}
-    assert {k: v for k, v in after.items() if v["file_path"] != "ops.pdf"} == others  # untouched rows
-    pdf_after = sorted(
-        (v["page_start"], v["generation"], v["content"])
-        for v in after.values()
-        if v["file_path"] == "ops.pdf"
-    )
-    assert [(page, content) for page, _, content in pdf_after] == [
-        (1, "\n".join(PDF_PAGES[0])),
-        (2, "\n".join(changed[1])),
-        (3, "\n".join(PDF_PAGES[2])),
-    ]
-    assert {generation for _, generation, _ in pdf_after} == {second.generation}
-
-    # A fused search answers with the document's title, breadcrumb and page.
-    request = common_pb2.SearchRequest(
-        corpus_id="docs-reindex", query="where do the volume keys live", top_k=3
-    )
-    async with stack.channel("fusion") as channel:
-        reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
-    top = reply.matches[0]
-    assert (top.file_path, top.document_title, top.section, top.page_start, top.page_end, top.kind) == (
-        "ops.pdf",
-        "VxRail Operations",
-        "VxRail Operations",
-        2,
-        2,
-        "section",
-    )
-    assert (top.start_line, top.end_line) == (5, 7)
-
-
 def test_describe_match_shows_breadcrumb_and_pages() -> None:
     def match(**fields: object) -> common_pb2.ChunkMatch:
         return common_pb2.ChunkMatch(**fields)  # type: ignore[arg-type]
@@ -410,67 +326,6 @@ def test_describe_match_shows_breadcrumb_and_pages() -> None:
     assert describe_match(pdf) == "Ops p.2"
     pdf.page_end = 3
     assert describe_match(pdf) == "Ops pp.2-3"
-
-
-async def test_cli_and_http_search_show_document_fields(stack: Stack, corpus: Path) -> None:
-    async with stack.channel("indexer") as channel:
-        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
-            indexer_pb2.DeleteCorpusRequest(corpus_id="docs-cli")
-        )
-    done = await index_corpus(stack, "docs-cli", corpus)
-    assert done.done and done.files_changed == 5
-    code, out, err = await cli(
-        stack, "search", "nodes drained one at a time during upgrades", "--corpus", "docs-cli", "--json"
-    )
-    assert code == 0, err
-    top = json.loads(out)["matches"][0]
-    assert (top["file_path"], top["document_title"], top["section"], top["page_start"], top["page_end"]) == (
-        "ops.pdf",
-        "VxRail Operations",
-        "VxRail Operations",
-        1,
-        3,
-    )
-    assert top["document_metadata"]["author"] == "Ops Team"
-    code, out, err = await cli(
-        stack, "search", "nodes drained one at a time during upgrades", "--corpus", "docs-cli", "--top-k", "3"
-    )
-    assert code == 0, err
-    assert "VxRail Operations pp.1-3" in out and "symbol / section" in out
-
-    bridge = await _bridge(stack)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=60) as http:
-            body = {"corpusId": "docs-cli", "query": "nodes drained one at a time during upgrades", "topK": 3}
-            reply = await http.post("/v1/search", json=body)
-    finally:
-        await bridge.stop(0)
-    assert reply.status_code == 200, reply.text
-    first = reply.json()["matches"][0]
-    assert first["documentMetadata"]["keywords"] == "backup, restore"
-    assert (first["documentTitle"], first["section"], first["pageStart"], first["pageEnd"]) == (
-        "VxRail Operations",
-        "VxRail Operations",
-        1,
-        3,
-    )
-
-
-async def test_the_demo_document_collection_answers_the_demo_questions(stack: Stack) -> None:
-    root = _demo_documents_root()
-    async with stack.channel("indexer") as channel:
-        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
-            indexer_pb2.DeleteCorpusRequest(corpus_id="demo-docs")
-        )
-    done = await index_corpus(stack, "demo-docs", root)
-    assert done.done and done.chunks_total > 20
-    expected = ("breast_cancer.rst", "wine_data.rst", "twenty_newsgroups.rst")
-    async with stack.channel("fusion") as channel:
-        for query, file_path in zip(DEMO_DOCUMENT_QUERIES, expected, strict=True):
-            request = common_pb2.SearchRequest(corpus_id="demo-docs", query=query, top_k=5)
-            reply = await fusion_pb2_grpc.FusionStub(channel).Search(request, timeout=30)
-            top = reply.matches[0]
-            assert top.file_path == file_path and top.section.startswith(top.document_title)
 
 
 def test_html_loose_text_nested_lists_and_tables(tmp_path: Path) -> None:

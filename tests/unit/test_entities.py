@@ -1,19 +1,17 @@
 """Named entities of documents: the recognizer on real text, canonical names and alias merges,
-MENTIONS counts and RELATED_TO strengths (Jaccard over chunks, hand-computed), and the
-content-addressed NER cache in the embedded PostgreSQL."""
+MENTIONS counts and RELATED_TO strengths (Jaccard over chunks, hand-computed), and min_confidence
+with a beam NER (the NER cache in PostgreSQL: tests/integration/test_entity_cache.py)."""
 
 from __future__ import annotations
 
 import importlib
 import random
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator
 from fractions import Fraction
 
-import asyncpg
 import pytest
 
-from services.indexer.entity_cache import recognize_cached
 from services.indexer.named_entities import (
     MENTIONS,
     RELATED_TO,
@@ -22,10 +20,9 @@ from services.indexer.named_entities import (
     build_document_graph,
     normalize_name,
 )
-from tribrid.config import EntitiesConfig, TriBridConfig
+from tribrid.config import EntitiesConfig
 from tribrid.models import stable_id
 from tribrid.ner import EntityRecognizer, Mention
-from tribrid.stores.postgres import create_pool
 
 CORPUS = "ner-test"
 
@@ -274,62 +271,6 @@ def test_related_top_n_keeps_an_edge_either_end_ranks() -> None:
     found = edges(cooccurrence_graph(related_floor=0.0, related_top_n=1))
     first_of_c = "A" if letter_id("A") < letter_id("B") else "B"
     assert found == {frozenset("AB"): 0.6, frozenset({"C", first_of_c}): 0.4}
-
-
-# --- the cache ---------------------------------------------------------------------------
-
-
-class CountingRecognizer(EntityRecognizer):
-    """The real recognizer, counting the texts it is asked to analyse."""
-
-    def __init__(self, cfg: EntitiesConfig) -> None:
-        super().__init__(cfg)
-        self.analysed: list[str] = []
-
-    def recognize(self, texts: Sequence[str]) -> list[list[Mention]]:
-        self.analysed.extend(texts)
-        return super().recognize(texts)
-
-
-@pytest.fixture
-async def pool(config: TriBridConfig) -> AsyncIterator[asyncpg.Pool]:
-    pool = await create_pool(config.postgres, config.embedding.dim, config.vector, max_size=2)
-    yield pool
-    await pool.close()
-
-
-async def test_cache_analyses_each_text_once(pool: asyncpg.Pool) -> None:
-    counting = CountingRecognizer(EntitiesConfig())
-    await pool.execute("DELETE FROM entity_mentions WHERE model = $1", counting.identity)
-    texts = [TEXTS["chunk-a"], TEXTS["chunk-c"], TEXTS["chunk-a"], TEXTS["chunk-d"]]
-
-    first = await recognize_cached(pool, counting, texts)
-    assert counting.analysed == [TEXTS["chunk-a"], TEXTS["chunk-c"], TEXTS["chunk-d"]]
-    assert first == counting.recognize(texts)  # the same answers as the recognizer's own
-    counting.analysed.clear()
-
-    again = CountingRecognizer(EntitiesConfig())  # a restart: a new recognizer, the same store
-    second = await recognize_cached(pool, again, [*texts, TEXTS["chunk-b"]])
-    assert again.analysed == [TEXTS["chunk-b"]]
-    assert second[:4] == first
-    assert second[4] == [
-        Mention("GPE", "Paris", 2),
-        Mention("ORG", "Dell Technologies", 1),
-        Mention("PERSON", "Dell", 1),
-    ]
-    stored = await pool.fetchval("SELECT count(*) FROM entity_mentions WHERE model = $1", again.identity)
-    assert stored == 4
-
-
-async def test_cache_key_includes_the_label_set(pool: asyncpg.Pool) -> None:
-    everything = CountingRecognizer(EntitiesConfig())
-    only_places = CountingRecognizer(EntitiesConfig(types={"GPE": "location"}))
-    assert everything.identity != only_places.identity
-    await pool.execute("DELETE FROM entity_mentions WHERE model = $1", only_places.identity)
-    await recognize_cached(pool, everything, [TEXTS["chunk-b"]])
-    places = await recognize_cached(pool, only_places, [TEXTS["chunk-b"]])
-    assert only_places.analysed == [TEXTS["chunk-b"]]
-    assert places == [[Mention("GPE", "Paris", 2)]]
 
 
 # --- min_confidence with a beam-trained NER ------------------------------------------------

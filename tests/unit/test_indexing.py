@@ -15,11 +15,12 @@ from services.indexer.graph import extract_file
 from services.indexer.pysyntax import module_name, reindent_bracket_continuations
 from services.indexer.python_graph import FileGraph, UnresolvedRef, extract_python, resolve, resolve_refs
 from services.indexer.walker import SourceFile, detect_language, walk_corpus
+from tests import FIXTURES
 from tribrid.config import IndexerConfig
 from tribrid.models import Chunk
 
 CORPUS = "test-corpus"
-FIXTURE_REPO = Path(__file__).parent / "fixtures" / "sample_repo"
+FIXTURE_REPO = FIXTURES / "sample_repo"
 STDLIB = Path(argparse.__file__).parent
 
 

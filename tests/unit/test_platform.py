@@ -1,21 +1,12 @@
-"""What every service shares: configuration, health, reflection, graceful shutdown."""
+"""What every service shares: configuration and code-aware tokens (health and reflection:
+tests/integration/test_platform_health.py; graceful shutdown: tests/e2e/test_platform_sigterm.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import subprocess
-import sys
-import time
 
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from bench.procstack import free_port
-from tests.conftest import Stack
 from tribrid.config import ConfigError, TriBridConfig, load_config
 from tribrid.text import query_terms, tokenize
 
@@ -88,62 +79,3 @@ def test_code_aware_tokens() -> None:
     assert query_terms("how does the parser work") == ["parser", "work"]
     assert query_terms("the of and") == []
     assert query_terms("?!") == []
-
-
-async def test_every_service_serves_health_and_reflection(stack: Stack) -> None:
-    expected = {
-        "fusion": "tribrid.v1.Fusion",
-        "vector": "tribrid.v1.VectorSearch",
-        "sparse": "tribrid.v1.SparseSearch",
-        "graph": "tribrid.v1.GraphSearch",
-        "indexer": "tribrid.v1.Indexer",
-    }
-    for name, full_name in expected.items():
-        async with stack.channel(name) as channel:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=full_name), timeout=5
-            )
-            assert reply.status == health_pb2.HealthCheckResponse.SERVING
-        # Reflection, as grpcurl uses it. The descriptor database client is synchronous, so it runs
-        # in a thread: blocking this loop would starve the servers that share it.
-        services, service_names = await asyncio.to_thread(_reflect, stack.servers[name].port, full_name)
-        assert full_name in services
-        assert full_name.rsplit(".", 1)[1] in service_names
-
-
-def _reflect(port: int, full_name: str) -> tuple[list[str], list[str]]:
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as sync_channel:
-        db = ProtoReflectionDescriptorDatabase(sync_channel)
-        file_proto = db.FindFileContainingSymbol(full_name)
-        return list(db.get_services()), [s.name for s in file_proto.service]
-
-
-def test_service_process_stops_gracefully_on_sigterm(config: TriBridConfig) -> None:
-    port = free_port()
-    env = {
-        **os.environ,
-        "TRIBRID_STATE_DIR": str(config.state_dir),
-        "TRIBRID_POSTGRES__PORT": str(config.postgres.port),
-        "TRIBRID_POSTGRES__DATABASE": config.postgres.database,
-        "TRIBRID_SERVICES__SPARSE_PORT": str(port),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tribridctl.cli", "serve", "sparse"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=60)
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
-            assert reply.status == health_pb2.HealthCheckResponse.SERVING
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        output, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, output
-    assert '"msg": "shutting down"' in output  # structured (JSON) logs

@@ -1,4 +1,4 @@
-"""The learned reading of questions (tribrid.query_examples) and its examples: written from the
+"""The learned reading of questions (tribrid.question.learned) and its examples: written from the
 tuning data only, and reading question banks it was not fit on better than the phrasing families.
 Rows are this file's own wordings."""
 

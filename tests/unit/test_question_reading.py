@@ -1,4 +1,5 @@
-"""The query classifier the graph leg and the gateway share."""
+"""The question reader the graph leg and the gateway share (tribrid.question.reading): the kind of
+query and the structural intent a question is read as, on a corpus of code or of documents."""
 
 from __future__ import annotations
 

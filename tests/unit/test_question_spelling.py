@@ -1,4 +1,4 @@
-"""Mistyped relation words (tribrid.query_spelling): one edit from one vocabulary word."""
+"""Mistyped relation words (tribrid.question.spelling): one edit from one vocabulary word."""
 
 from __future__ import annotations
 

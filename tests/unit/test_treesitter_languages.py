@@ -18,11 +18,12 @@ from services.indexer.chunker import ChunkResult, chunk_file
 from services.indexer.graph import extract_file, resolve_corpus
 from services.indexer.python_graph import FileGraph
 from services.indexer.walker import SourceFile, detect_language, walk_corpus
+from tests import FIXTURES
 from tribrid.config import IndexerConfig
 from tribrid.models import Relation, stable_id
 
 CORPUS = "c"
-LANGS = Path(__file__).parent / "fixtures" / "langs"
+LANGS = FIXTURES / "langs"
 
 EntityKey = tuple[str, str, int, int]
 EdgeKey = tuple[str, str, str]

@@ -1,0 +1,282 @@
+"""The guard against the next slowdown (`make bench-quick`, a few minutes): fused answers over gRPC
+and over the HTTP bridge, one at a time and eight at a time, on the `click` package the install
+brings, with half the questions seen for the first time (a new spelling of a question: its
+embedding and its reading are not cached anywhere). Each phase reports answers/s, p50 and p99, and
+the server's CPU per answer: every service process, PostgreSQL and FalkorDB, read from /proc (the
+load generator's own CPU is not in it).
+
+Writes bench/results/bench-quick.{json,png} and the README's performance table (between its
+`bench-quick` markers), so the table always shows the last run.
+
+    make bench-quick                      # after make serve (it indexes click once)
+    .venv/bin/python -m bench.bench_quick --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from bench.bench_fusion import ensure_indexed
+from bench.click_corpus import default_root
+from bench.load import variant
+from bench.report import write_report
+from bench.server_cpu import cpu_seconds, server_roots
+from evaluation import REPO_ROOT
+from tribrid.config import TriBridConfig, load_config
+from tribrid.v1 import common_pb2, fusion_pb2_grpc
+
+CORPUS = "bench-quick"
+RESULTS = REPO_ROOT / "bench" / "results"
+README = REPO_ROOT / "README.md"
+MARKERS = ("<!-- bench-quick -->", "<!-- /bench-quick -->")
+TOP_K = 10
+QUESTIONS = 240
+console = Console(width=max(Console().width, 120))
+
+
+def questions(root: Path, count: int = QUESTIONS) -> list[str]:
+    """Questions about the corpus's own code, every kind: a name alone, who calls it or what
+    extends it, its docstring's first line, and prose around the name; shuffled with a fixed seed."""
+    out: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.ClassDef) or node.name.startswith("_"):
+                continue
+            out.append(node.name)
+            kind = "subclasses of" if isinstance(node, ast.ClassDef) else "who calls"
+            out.append(f"{kind} {node.name}")
+            out.append(f"how does {node.name} work")
+            doc = ast.get_docstring(node)
+            if doc and len(first := doc.strip().splitlines()[0]) > 20:
+                out.append(first)
+    unique = list(dict.fromkeys(out))
+    random.Random(31).shuffle(unique)
+    return unique[:count]
+
+
+@dataclass
+class Phase:
+    transport: str
+    concurrency: int
+    answers: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    answers_per_s: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    cpu_ms_per_answer: float = 0.0
+    first_sight: float = 0.5
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] if ordered else 0.0
+
+
+async def run_phase(
+    cfg: TriBridConfig,
+    phase: Phase,
+    ask: Callable[[str], Awaitable[object]],
+    mix: list[str],
+    seconds: float,
+    first_sight_from: int,
+    progress: Progress,
+) -> Phase:
+    """Ask for `seconds`: request i asks mix[i], every other one in a spelling never sent before."""
+    latencies: list[float] = []
+    counter = iter(range(10**9))
+    roots = server_roots(cfg)
+    stop_at = time.perf_counter() + seconds
+    task = progress.add_task(f"{phase.transport} x{phase.concurrency}", total=seconds)
+
+    async def worker() -> None:
+        while time.perf_counter() < stop_at:
+            i = next(counter)
+            query = mix[i % len(mix)]
+            if i % 2 == 0:
+                query = variant(query, first_sight_from + i)
+            started = time.perf_counter()
+            try:
+                await ask(query)
+                latencies.append((time.perf_counter() - started) * 1000)
+            except (grpc.aio.AioRpcError, httpx.HTTPError):
+                phase.errors += 1
+
+    cpu_before = cpu_seconds(roots)
+    started = time.perf_counter()
+    workers = asyncio.gather(*(worker() for _ in range(phase.concurrency)))
+    while not workers.done():
+        await asyncio.wait([workers], timeout=0.25)
+        progress.update(task, completed=min(seconds, time.perf_counter() - started))
+    await workers
+    phase.seconds = time.perf_counter() - started
+    cpu = cpu_seconds(roots) - cpu_before
+    phase.answers = len(latencies)
+    phase.answers_per_s = phase.answers / phase.seconds
+    phase.p50_ms, phase.p99_ms = pct(latencies, 50), pct(latencies, 99)
+    phase.cpu_ms_per_answer = 1000 * cpu / max(phase.answers, 1)
+    return phase
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    cfg = load_config()
+    root = default_root()
+    corpus = await ensure_indexed(cfg, CORPUS, root, reindex=False)
+    mix = questions(root)
+    # spellings no earlier run has sent: no cache anywhere holds them
+    first_sight_from = random.SystemRandom().getrandbits(24) << 20
+    phases: list[Phase] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    async with (
+        grpc.aio.insecure_channel(cfg.services.address("fusion")) as channel,
+        httpx.AsyncClient(base_url=f"http://{cfg.services.address('bridge')}", timeout=30) as http,
+    ):
+        stub = fusion_pb2_grpc.FusionStub(channel)
+
+        async def over_grpc(query: str) -> object:
+            request = common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=TOP_K)
+            return await stub.Search(request, timeout=30)
+
+        async def over_http(query: str) -> object:
+            reply = await http.post("/v1/search", json={"corpusId": CORPUS, "query": query, "topK": TOP_K})
+            reply.raise_for_status()
+            return reply
+
+        await over_grpc("warm up the connection")
+        await over_http("warm up the connection")
+        with Progress(*columns, console=console, transient=True) as progress:
+            for transport, ask in (("gRPC", over_grpc), ("HTTP", over_http)):
+                for concurrency in (1, 8):
+                    phase = Phase(transport, concurrency)
+                    phases.append(
+                        await run_phase(cfg, phase, ask, mix, args.seconds, first_sight_from, progress)
+                    )
+                    first_sight_from += 10**6
+    grpc_c1 = next(p for p in phases if p.transport == "gRPC" and p.concurrency == 1)
+    http_c1 = next(p for p in phases if p.transport == "HTTP" and p.concurrency == 1)
+    return {
+        "created": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "corpus": {"name": CORPUS, "root": str(root), **corpus},
+        "questions": len(mix),
+        "seconds_per_phase": args.seconds,
+        "phases": [asdict(p) for p in phases],
+        "bridge_overhead_p50_ms": http_c1.p50_ms - grpc_c1.p50_ms,
+    }
+
+
+def table_lines(result: dict[str, Any]) -> list[str]:
+    """The README's performance table."""
+    chunks = result["corpus"].get("chunks", "?")
+    lines = [
+        f"`make bench-quick`, {result['created']}: fused answers (top {TOP_K}) on `click` ({chunks} chunks),",
+        "half of the questions seen for the first time; server CPU = every service process and both stores.",
+        "",
+        "| transport | concurrency | answers/s | p50 ms | p99 ms | server CPU ms per answer |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in result["phases"]:
+        lines.append(
+            f"| {p['transport']} | {p['concurrency']} | {p['answers_per_s']:.1f} | {p['p50_ms']:.1f}"
+            f" | {p['p99_ms']:.1f} | {p['cpu_ms_per_answer']:.1f} |"
+        )
+    lines += ["", f"HTTP bridge overhead, p50 at concurrency 1: {result['bridge_overhead_p50_ms']:.1f} ms."]
+    return lines
+
+
+def update_readme(result: dict[str, Any], readme: Path = README) -> bool:
+    """Replace the text between the README's markers with the table; False when it has none."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = (re.escape(m) for m in MARKERS)
+    block = "\n".join([MARKERS[0], *table_lines(result), MARKERS[1]])
+    updated, found = re.subn(f"{start}.*?{end}", lambda _: block, text, flags=re.DOTALL)
+    if found:
+        readme.write_text(updated, encoding="utf-8")
+    return bool(found)
+
+
+def show(result: dict[str, Any]) -> None:
+    table = Table(
+        "transport", "concurrency", "answers", "errors", "answers/s", "p50 ms", "p99 ms", "CPU ms/answer"
+    )
+    for p in result["phases"]:
+        table.add_row(
+            p["transport"],
+            str(p["concurrency"]),
+            str(p["answers"]),
+            str(p["errors"]),
+            f"{p['answers_per_s']:.1f}",
+            f"{p['p50_ms']:.1f}",
+            f"{p['p99_ms']:.1f}",
+            f"{p['cpu_ms_per_answer']:.1f}",
+        )
+    console.print(table)
+    console.print(
+        f"bridge overhead p50 (HTTP - gRPC, concurrency 1): {result['bridge_overhead_p50_ms']:.1f} ms"
+    )
+    for p in result["phases"]:  # one line each, to paste into a closing note
+        console.print(
+            f"bench-quick {p['transport']} c={p['concurrency']}: {p['answers_per_s']:.1f} answers/s,"
+            f" p50 {p['p50_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, CPU {p['cpu_ms_per_answer']:.1f} ms/answer"
+        )
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{p['transport']} x{p['concurrency']}" for p in result["phases"]]
+    fig, (lat, cpu) = plt.subplots(1, 2, figsize=(10, 4))
+    x = range(len(labels))
+    lat.bar([i - 0.2 for i in x], [p["p50_ms"] for p in result["phases"]], width=0.4, label="p50")
+    lat.bar([i + 0.2 for i in x], [p["p99_ms"] for p in result["phases"]], width=0.4, label="p99")
+    lat.set_xticks(list(x), labels)
+    lat.set_ylabel("ms")
+    lat.legend()
+    lat.set_title("fused answer latency")
+    cpu.bar(labels, [p["cpu_ms_per_answer"] for p in result["phases"]])
+    cpu.set_ylabel("server CPU ms per answer")
+    cpu.set_title("cost")
+    fig.suptitle(f"make bench-quick, {result['created']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of each of the four phases")
+    parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    show(result)
+    write_report(RESULTS, "bench-quick", result, plot, console)
+    if not args.no_readme:
+        updated = update_readme(result)
+        console.print(
+            "README.md's performance table updated" if updated else "README.md has no bench-quick markers"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""bench-quick's questions and the README table it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import bench_quick
+
+RESULT = {
+    "created": "2026-11-27 11:00 UTC",
+    "corpus": {"chunks": 1234},
+    "phases": [
+        {
+            "transport": "gRPC",
+            "concurrency": 1,
+            "answers_per_s": 50.0,
+            "p50_ms": 18.0,
+            "p99_ms": 40.0,
+            "cpu_ms_per_answer": 19.5,
+        },
+        {
+            "transport": "HTTP",
+            "concurrency": 8,
+            "answers_per_s": 90.0,
+            "p50_ms": 80.0,
+            "p99_ms": 150.0,
+            "cpu_ms_per_answer": 21.0,
+        },
+    ],
+    "bridge_overhead_p50_ms": 1.5,
+}
+
+
+def test_the_readme_table_is_replaced_between_its_markers_only(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title\n\nbefore\n<!-- bench-quick -->\nold table\n<!-- /bench-quick -->\nafter\n")
+    assert bench_quick.update_readme(RESULT, readme)
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nbefore\n<!-- bench-quick -->\n") and text.endswith(
+        "<!-- /bench-quick -->\nafter\n"
+    )
+    assert "old table" not in text
+    assert (
+        "| gRPC | 1 | 50.0 | 18.0 | 40.0 | 19.5 |" in text
+        and "| HTTP | 8 | 90.0 | 80.0 | 150.0 | 21.0 |" in text
+    )
+    assert "1234 chunks" in text and "overhead, p50 at concurrency 1: 1.5 ms" in text
+
+
+def test_a_readme_without_markers_is_left_alone(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title\n")
+    assert not bench_quick.update_readme(RESULT, readme)
+    assert readme.read_text() == "# Title\n"
+
+
+def test_the_questions_are_of_every_kind_and_the_same_every_run(tmp_path: Path) -> None:
+    (tmp_path / "mod.py").write_text(
+        'class Widget:\n    """Draw a widget on the screen for the user."""\n\n'
+        'def render_page(x):\n    """Render one page of the manual to text."""\n    return x\n\n'
+        "def _private():\n    pass\n"
+    )
+    asked = bench_quick.questions(tmp_path)
+    assert set(asked) == {
+        "Widget",
+        "subclasses of Widget",
+        "how does Widget work",
+        "Draw a widget on the screen for the user.",
+        "render_page",
+        "who calls render_page",
+        "how does render_page work",
+        "Render one page of the manual to text.",
+    }
+    assert bench_quick.questions(tmp_path) == asked

@@ -1,0 +1,53 @@
+"""supervisord's configuration for `tribrid serve all`: one program per service, restarted when it
+exits, stopped within its drain and grace periods, each with its own /metrics port."""
+
+from __future__ import annotations
+
+import configparser
+from pathlib import Path
+
+from tribrid.config import TriBridConfig
+from tribridctl import supervise
+from tribridctl.compose import PROCESS_ALL
+
+
+def _parsed(cfg: TriBridConfig, python: str = "/venv/bin/python") -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser()
+    parser.read_string(supervise.render(cfg, PROCESS_ALL, python, Path("/work/repo")))
+    return parser
+
+
+def test_every_service_is_a_program_restarted_when_it_exits_in_start_order() -> None:
+    parsed = _parsed(TriBridConfig(state_dir=Path("/tmp/state")))
+    programs = [s.removeprefix("program:") for s in parsed.sections() if s.startswith("program:")]
+    assert programs == list(PROCESS_ALL)
+    for name in programs:
+        section = parsed[f"program:{name}"]
+        assert section["command"] == f"/venv/bin/python -m tribridctl.cli serve {name}"
+        assert section["autorestart"] == "true" and section["directory"] == "/work/repo"
+        assert section["stdout_logfile"] == "/dev/stdout"  # one log: supervisord's output
+    assert [int(parsed[f"program:{n}"]["priority"]) for n in programs] == list(range(1, len(programs) + 1))
+    assert parsed["supervisord"]["nodaemon"] == "true"
+
+
+def test_a_service_is_killed_only_after_its_drain_and_grace() -> None:
+    cfg = TriBridConfig(state_dir=Path("/tmp/state"), services={"drain_delay_s": 3, "shutdown_grace_s": 7})
+    for name in PROCESS_ALL:
+        assert int(_parsed(cfg)[f"program:{name}"]["stopwaitsecs"]) >= 3 + 7
+
+
+def test_each_process_serves_metrics_on_its_own_port_or_none() -> None:
+    on = _parsed(TriBridConfig(state_dir=Path("/tmp/s"), telemetry={"metrics_port": 9464}))
+    ports = [on[f"program:{n}"]["environment"] for n in PROCESS_ALL]
+    assert ports == [f'TRIBRID_TELEMETRY__METRICS_PORT="{9464 + i}"' for i in range(len(PROCESS_ALL))]
+    off = _parsed(TriBridConfig(state_dir=Path("/tmp/s"), telemetry={"metrics_port": 0}))
+    assert {off[f"program:{n}"]["environment"] for n in PROCESS_ALL} == {
+        'TRIBRID_TELEMETRY__METRICS_PORT="0"'
+    }
+
+
+def test_a_percent_sign_in_a_path_is_kept_literally() -> None:
+    parsed = _parsed(TriBridConfig(state_dir=Path("/tmp/100%state")), python="/opt/py%3/python")
+    # supervisord reads %% as one %: the file holds the escaped form
+    assert parsed["supervisord"]["pidfile"] == "/tmp/100%%state/supervisord.pid"
+    assert parsed["program:vector"]["command"].startswith("/opt/py%%3/python ")

@@ -1,0 +1,108 @@
+"""One process per service for `tribrid serve ... --background` (make serve), under supervisord
+(the `supervisor` package): a service that exits is started again, `tribrid stop` stops them all
+together, and they write one log (state_dir/logs/services.log), each line naming its service. No
+control socket: `tribrid stop` signals supervisord, which stops the services first.
+
+Each process has its own interpreter lock, pools and caches, as on Kubernetes, where each service
+is a Deployment and no supervisor runs.
+"""
+
+from __future__ import annotations
+
+import getpass
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tribrid.config import TriBridConfig
+
+# Seconds a service may take to start before a quick exit counts as a failed start (which
+# supervisord retries with a back-off): the vector leg loads its model first.
+START_SECONDS = 1
+# Seconds past a service's own drain and grace periods before supervisord kills it on stop.
+STOP_MARGIN_S = 10
+
+
+def config_path(cfg: TriBridConfig) -> Path:
+    return cfg.state_dir / "supervisord.conf"
+
+
+def log_path(cfg: TriBridConfig) -> Path:
+    return cfg.state_dir / "logs" / "services.log"
+
+
+def stop_wait_s(cfg: TriBridConfig) -> float:
+    """How long a service takes to stop at most: its drain, its grace, and the margin."""
+    return cfg.services.drain_delay_s + cfg.services.shutdown_grace_s + STOP_MARGIN_S
+
+
+def _quoted(value: str) -> str:
+    # supervisord expands %(name)s in its values: a literal % is written %%
+    return value.replace("%", "%%")
+
+
+def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Path) -> str:
+    """supervisord's configuration: one program per service, in start order."""
+    state = cfg.state_dir
+    sections = [
+        "[supervisord]",
+        "nodaemon=true",
+        f"logfile={_quoted(str(state / 'logs' / 'supervisord.log'))}",
+        "logfile_maxbytes=10MB",
+        "loglevel=warn",
+        f"pidfile={_quoted(str(state / 'supervisord.pid'))}",
+        f"childlogdir={_quoted(str(state / 'logs'))}",
+        # the services run as whoever started them (said, so that running as root is not warned of)
+        f"user={_quoted(getpass.getuser())}",
+    ]
+    metrics = cfg.telemetry.metrics_port
+    for priority, name in enumerate(names):
+        # one /metrics port per process: the configured one for the first, the next ones after it
+        port = metrics + priority if metrics else 0
+        sections += [
+            "",
+            f"[program:{name}]",
+            f"command={_quoted(python)} -m tribridctl.cli serve {name}",
+            f"directory={_quoted(str(directory))}",
+            f"priority={priority + 1}",
+            "autorestart=true",
+            f"startsecs={START_SECONDS}",
+            "startretries=20",
+            "stopsignal=TERM",
+            f"stopwaitsecs={int(stop_wait_s(cfg))}",
+            "killasgroup=true",
+            "stopasgroup=true",
+            "redirect_stderr=true",
+            # into supervisord's own stdout, which is the services' log
+            "stdout_logfile=/dev/stdout",
+            "stdout_logfile_maxbytes=0",
+            f'environment=TRIBRID_TELEMETRY__METRICS_PORT="{port}"',
+        ]
+    return "\n".join(sections) + "\n"
+
+
+def write_config(cfg: TriBridConfig, names: Sequence[str]) -> Path:
+    conf = config_path(cfg)
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(render(cfg, names, sys.executable, Path.cwd()))
+    return conf
+
+
+def command(cfg: TriBridConfig) -> list[str]:
+    return [sys.executable, "-m", "supervisor.supervisord", "-c", str(config_path(cfg))]
+
+
+def start(cfg: TriBridConfig, names: Sequence[str]) -> subprocess.Popen[bytes]:
+    """supervisord running `names`, detached from this terminal; its pid is the services' pid."""
+    write_config(cfg, names)
+    log = log_path(cfg)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as log_file:
+        return subprocess.Popen(
+            command(cfg),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
