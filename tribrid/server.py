@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from tribrid import auth, telemetry
 from tribrid.config import AuthConfig, describe_errors
 from tribrid.options import RequestError
+from tribrid.tls import SERVER_KEEPALIVE
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +217,10 @@ async def start_server(
         admission.append(BearerTokens(auth_cfg))
     if max_in_flight > 0:
         admission.append(InFlightLimit(max_in_flight))
-    server = grpc.aio.server(interceptors=[*telemetry.server_interceptors(), RequestErrors(), *admission])
+    server = grpc.aio.server(
+        interceptors=[*telemetry.server_interceptors(), RequestErrors(), *admission],
+        options=list(SERVER_KEEPALIVE),
+    )
     for spec in specs:
         spec.register(server)
     health_servicer = health.aio.HealthServicer()

@@ -30,6 +30,24 @@ def server_credentials(services: ServicesConfig) -> grpc.ServerCredentials | Non
     )
 
 
+# One keepalive policy for every channel and server, the clients' pings within what the servers
+# allow: a server that receives pings more often answers GOAWAY ENHANCE_YOUR_CALM ("too_many_pings")
+# and the connection drops under load. Clients ping an idle connection every KEEPALIVE_TIME_MS;
+# servers accept a ping without data every half of that.
+KEEPALIVE_TIME_MS = 30_000
+CLIENT_KEEPALIVE: tuple[tuple[str, Any], ...] = (
+    ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+)
+SERVER_KEEPALIVE: tuple[tuple[str, Any], ...] = (
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+    ("grpc.http2.max_ping_strikes", 2),
+)
+
+
 def channel(
     address: str,
     services: ServicesConfig,
@@ -37,7 +55,10 @@ def channel(
     options: Sequence[tuple[str, Any]] | None = None,
     interceptors: Sequence[grpc.aio.ClientInterceptor] | None = None,
 ) -> grpc.aio.Channel:
-    """A channel to `address`: TLS verified against `services.tls_ca_file` when set, else plaintext."""
+    """A channel to `address`: TLS verified against `services.tls_ca_file` when set, else plaintext;
+    the shared keepalive policy unless `options` set their own."""
+    named = {name for name, _ in options or ()}
+    options = [*(o for o in CLIENT_KEEPALIVE if o[0] not in named), *(options or ())]
     if services.tls_ca_file is None:
         return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
     key = cert = None

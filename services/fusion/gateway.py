@@ -80,10 +80,7 @@ def channel_options(service: str) -> list[tuple[str, Any]]:
     return [
         ("grpc.service_config", json.dumps(service_config)),
         ("grpc.enable_retries", 1),
-        ("grpc.keepalive_time_ms", 30_000),
-        ("grpc.keepalive_timeout_ms", 10_000),
-        ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.http2.max_pings_without_data", 0),
+        *tls.CLIENT_KEEPALIVE,
         # A leg that went away is dialled again within a second (gRPC's backoff grows to 120 s):
         # `make faults` measured 1.2-2.9 s from a restarted leg's SERVING to the gateway using it.
         ("grpc.initial_reconnect_backoff_ms", 200),
