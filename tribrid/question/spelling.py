@@ -13,6 +13,7 @@ corrected: a word written as code (snake_case, camelCase, backticked) is not loo
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from rapidfuzz.distance import OSA
 from rapidfuzz.process import extract
@@ -38,6 +39,7 @@ def correct_spelling(text: str) -> str:
     return _PLAIN_WORD.sub(lambda m: _meant(m.group()), text)
 
 
+@lru_cache(maxsize=8192)  # the words of questions repeat; the fuzzy look-up is the slow part
 def _meant(word: str) -> str:
     if len(word) < MIN_WORD_CHARS or word in _KNOWN:
         return word

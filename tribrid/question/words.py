@@ -8,7 +8,11 @@ text asks at all (a question mark, or a question or request word first: "which",
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+# A question is read as several overlapping parts, each asked whether it names anything: the
+# answers for recent texts are kept (a pure function of the text).
+_CACHED_TEXTS = 4096
 _WORD_TOKEN = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?"
 # a name in backticks, or one word in quotes ("'Router' -- and who calls it?"), or a word
 _TOKEN = re.compile(rf"`[^`]+`|'{_WORD_TOKEN}'(?!\w)|\"{_WORD_TOKEN}\"|{_WORD_TOKEN}")
@@ -131,16 +135,20 @@ def asked_name(query: str) -> str | None:
     return words[at] if at is not None else None
 
 
+@lru_cache(maxsize=_CACHED_TEXTS)
 def names_anything(text: str) -> bool:
     """The text names a definition: a word written as a name, or a lower-case one beside a
     relation word."""
     return bool(written_names(text)) or asked_name(text) is not None
 
 
-def written_names(text: str) -> list[str]:
+@lru_cache(maxsize=_CACHED_TEXTS)
+def written_names(text: str) -> tuple[str, ...]:
     """The words written as names, in order, read a sentence at a time: the capital that opens a
     sentence makes no name."""
-    return [w for sentence in _SENTENCES.split(text) for i, w in enumerate(_words(sentence)) if is_name(w, i)]
+    return tuple(
+        w for sentence in _SENTENCES.split(text) for i, w in enumerate(_words(sentence)) if is_name(w, i)
+    )
 
 
 def resolve_pronouns(question: str, before: str) -> str:
