@@ -101,7 +101,7 @@ RUN pip install "/src[bridge]" \
 
 FROM venv-torch AS build-all
 COPY --from=src /src /src
-RUN pip install "/src[indexer,gateway,bridge]" \
+RUN pip install "/src[host]" \
     && cp /src/tribrid/v1/openapi.json "$(python -c 'import tribrid.v1, os; print(os.path.dirname(tribrid.v1.__file__))')/" \
     && tribrid --help >/dev/null \
     && python -c "import services.fusion.service, services.indexer.service, services.bridge.service"
@@ -159,8 +159,8 @@ COPY --from=build-bridge /opt/venv /opt/venv
 EXPOSE 8080
 CMD ["serve", "bridge"]
 
-# Last, so a plain `docker build .` makes it: every service in one process (the stores stay
-# external: TRIBRID_POSTGRES__DSN, TRIBRID_GRAPH_STORE__*).
+# Last, so a plain `docker build .` makes it: every service in one container, one process each
+# under supervisord (the stores stay external: TRIBRID_POSTGRES__DSN, TRIBRID_GRAPH_STORE__*).
 FROM runtime AS all
 COPY --from=build-all /opt/venv /opt/venv
 # fusion, vector, sparse, graph, indexer, bridge

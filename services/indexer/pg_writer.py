@@ -339,15 +339,6 @@ async def tidy_postings(pool: asyncpg.Pool) -> None:
     await pool.execute("VACUUM (ANALYZE) postings")
 
 
-async def apply_run(
-    pool: asyncpg.Pool, info: CorpusInfo, run: RunCommit, chunks: Sequence[Chunk], vectors: ChunkVectors
-) -> int:
-    """A whole run's PostgreSQL writes at once: the chunks, then the commit."""
-    await ensure_corpus(pool, info)
-    await write_chunks(pool, run.corpus_id, run.base_generation + 1, info.embedding_model, chunks, vectors)
-    return await commit_run(pool, run)
-
-
 async def delete_corpus(pool: asyncpg.Pool, corpus_id: str) -> int | None:
     """Delete a corpus and everything in it; None if it did not exist, else its chunk count."""
     async with pool.acquire() as conn, conn.transaction():

@@ -39,6 +39,8 @@ DOCKERFILE = ROOT / "Dockerfile"
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 AUTOSCALED: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph")
 MODEL_HOLDERS: tuple[Component, ...] = ("vector", "indexer")  # load the embedding model
+# the Dockerfile's service targets, in its order
+COMPONENTS_BY_IMAGE: tuple[Component, ...] = ("vector", "sparse", "graph", "fusion", "indexer")
 POSTGRES_CLIENTS: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph", "indexer")
 # pools of search_pool_max_size: the legs, and the gateway reading its answers' content
 SEARCH_POOLS: tuple[Component, ...] = ("fusion", "vector", "sparse", "graph")
@@ -227,7 +229,9 @@ def test_kustomization_applies_every_manifest_but_the_secret_example() -> None:
     assert SECRET_EXAMPLE.name not in listed, "real credentials must not be applied from git"
     assert kustomization["namespace"] == "tribrid"
     assert _get("Namespace", "tribrid")
-    assert any(image["name"] == "tribrid" and image.get("newTag") for image in kustomization["images"])
+    # one image per service, each with its tag
+    tagged = {image["name"] for image in kustomization["images"] if image.get("newTag")}
+    assert tagged == {f"tribrid-{c}" for c in (*COMPONENTS, "bridge")}
 
 
 def _schema_documents() -> list[tuple[str, Manifest]]:
@@ -491,7 +495,9 @@ def test_containers_have_images_and_bounded_resources(clean_env: pytest.MonkeyPa
                 request = _quantity(resources["requests"][kind])
                 assert 0 < request <= _quantity(resources["limits"][kind]), f"{where} {kind}"
     for component in COMPONENTS:
-        assert _server(component)["image"] == "tribrid", "kustomization.yaml's images: sets the tag"
+        assert _server(component)["image"] == f"tribrid-{component}", (
+            "kustomization.yaml's images: sets the tag"
+        )
     cfg = _pod_config(_deployment("vector"), clean_env, tmp_path)
     for component in MODEL_HOLDERS:
         resources = _server(component)["resources"]
@@ -607,8 +613,12 @@ def test_postgres_max_connections_cover_every_pool(clean_env: pytest.MonkeyPatch
 
 
 def _pyproject_pin(package: str) -> str:
-    deps: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    (pin,) = [d.split("==", 1)[1] for d in deps if re.fullmatch(rf"{re.escape(package)}==\S+", d)]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps: list[str] = [
+        *project["dependencies"],
+        *(d for g in project["optional-dependencies"].values() for d in g),
+    ]
+    (pin,) = {d.split("==", 1)[1] for d in deps if re.fullmatch(rf"{re.escape(package)}==\S+", d)}
     return pin
 
 
@@ -623,12 +633,18 @@ def test_dockerfile_pins_match_pyproject_and_config() -> None:
     python = re.search(r"python:(\d+\.\d+)-slim", text)
     assert python and f">={python.group(1)}" in requires
     assert _dockerfile_uid() != 0
-    (exposed,) = re.findall(r"^EXPOSE\s+(.+)$", text, re.MULTILINE)
-    ports = {getattr(ServicesConfig(), f"{c}_port") for c in COMPONENTS}
-    assert {int(p) for p in exposed.split()} == ports
+    # one target per service: its own port and command; `all` last, with every port
+    targets = re.findall(
+        r"^FROM runtime AS (\S+)\n(?:.*\n)*?EXPOSE (.+)\nCMD \[\"serve\", \"(\S+)\"\]$", text, re.M
+    )
+    services = ServicesConfig()
+    expected = [(c, str(getattr(services, f"{c}_port")), c) for c in (*COMPONENTS_BY_IMAGE, "bridge")]
+    assert sorted(targets[:-1]) == sorted(expected)
+    every_port = {getattr(services, f"{c}_port") for c in (*COMPONENTS, "bridge")}
+    assert targets[-1][0] == "all" and {int(p) for p in targets[-1][1].split()} == every_port
+    assert targets[-1][2] == "all"
     assert re.search(r'^ENTRYPOINT \["tribrid"\]$', text, re.MULTILINE)
     assert re.search(r"^\s+HF_HUB_OFFLINE=1", text, re.MULTILINE)
-    assert re.search(r"apt-get install .*libgomp1", text)
 
 
 def test_image_default_config_validates(clean_env: pytest.MonkeyPatch) -> None:
@@ -641,7 +657,15 @@ def test_image_default_config_validates(clean_env: pytest.MonkeyPatch) -> None:
     assert not _unknown_keys(TriBridConfig, data)
     assert cfg.services.bind_host == "0.0.0.0", "loopback is unreachable from outside a container"
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
-    for needed in ("pyproject.toml", "protos", "tribrid", "services", "deploy", "deploy/docker"):
+    for needed in (
+        "pyproject.toml",
+        "protos",
+        "tribrid",
+        "services",
+        "tribridctl",
+        "deploy",
+        "deploy/docker",
+    ):
         assert needed not in ignored, f".dockerignore hides {needed}, which the build copies"
 
 

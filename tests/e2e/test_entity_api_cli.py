@@ -14,7 +14,7 @@ __all__ = ["doc_corpus"]  # the fixture (a committed document corpus and its gra
 
 async def test_entity_search_in_the_cli(stack: Stack, doc_corpus: str) -> None:
     code, out, err = await cli(
-        stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--depth", "2", "--json"
+        stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--max-hops", "2", "--json"
     )
     assert code == 0, err
     reply = json.loads(out)
@@ -26,8 +26,8 @@ async def test_entity_search_in_the_cli(stack: Stack, doc_corpus: str) -> None:
     code, out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus)
     assert code == 0, err
     assert "Dell Technologies: 2 relations" in out and "strength=0.8" in out
-    code, _out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--depth", "4")
-    assert code == 1 and "INVALID_ARGUMENT" in err and "depth: must be between 1 and 3" in err
+    code, _out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--max-hops", "4")
+    assert code == 1 and "INVALID_ARGUMENT" in err and "max_hops: must be between 1 and 3" in err
 
 
 async def test_chunk_entities_and_the_hatch_in_the_cli(stack: Stack, doc_corpus: str) -> None:

@@ -43,7 +43,7 @@ async def test_valid_options_are_answered_everywhere(
         "fusion.legs.graph.weight=0",
         "fusion.expansion_top_n=100",
         "fusion.enable_expansion=true",
-        "fusion.expansion_max_depth=3",
+        "fusion.expansion_max_hops=3",
         "fusion.expansion_chunk_weight=1",
         "fusion.expansion_min_score=0",
         "fusion.expansion_max_chunks=200",

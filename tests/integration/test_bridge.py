@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from services.bridge.app import OPEN_PATHS
 from services.bridge.contract import http_routes
-from services.bridge.openapi import BRIDGE_PATHS
 from services.bridge.service import BridgeServer, start_bridge
 from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack
 from tribrid.config import TriBridConfig
@@ -70,7 +70,7 @@ async def test_health_ready_and_openapi(client: httpx.AsyncClient) -> None:
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("application/json")
     doc = reply.json()
     assert doc["openapi"].startswith("3.")
-    assert set(doc["paths"]) == {r.template for r in http_routes()} | set(BRIDGE_PATHS)
+    assert set(doc["paths"]) == {r.template for r in http_routes()} | set(OPEN_PATHS)
     assert {"/v1/graph/neighbors", "/v1/graph/{corpus_id}/stats", "/v1/corpora/{corpus_id}"} <= set(
         doc["paths"]
     )

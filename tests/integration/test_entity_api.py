@@ -142,7 +142,7 @@ async def entity_search(stack: Stack, corpus_id: str, name: str, **fields: Any) 
 
 def relation_rows(reply: graph_pb2.EntitySearchResponse) -> list[tuple[int, str, str, str, str, float]]:
     return [
-        (r.depth, r.source.entity_id, r.relation, r.direction, r.target.entity_id, r.properties.strength)
+        (r.hops, r.source.entity_id, r.relation, r.direction, r.target.entity_id, r.properties.strength)
         for r in reply.relations
     ]
 
@@ -165,8 +165,8 @@ async def test_entity_search_by_name_and_alias(stack: Stack, doc_corpus: str, na
     assert texas.description == "location mentioned 3 times in 2 chunks of 2 documents"
 
 
-async def test_entity_search_depth_two_and_limit(stack: Stack, doc_corpus: str) -> None:
-    reply = await entity_search(stack, doc_corpus, "dell", depth=2)
+async def test_entity_search_two_hops_and_limit(stack: Stack, doc_corpus: str) -> None:
+    reply = await entity_search(stack, doc_corpus, "dell", max_hops=2)
     assert reply.total == 3
     assert relation_rows(reply) == [
         (1, "e-dell", "related_to", "out", "e-michael", 0.6),
@@ -175,7 +175,7 @@ async def test_entity_search_depth_two_and_limit(stack: Stack, doc_corpus: str) 
         (2, "e-texas", "related_to", "in", "e-austin", 0.9),
     ]
     assert reply.relations[2].source.name == "Texas"
-    limited = await entity_search(stack, doc_corpus, "dell", depth=2, limit=1)
+    limited = await entity_search(stack, doc_corpus, "dell", max_hops=2, limit=1)
     assert limited.total == 3 and relation_rows(limited) == relation_rows(reply)[:1]
 
 
@@ -191,8 +191,8 @@ async def test_entity_search_relation_filter(stack: Stack, doc_corpus: str) -> N
 async def test_entity_search_code_entity(stack: Stack) -> None:
     edges = [Relation("a", "b", "calls"), Relation("c", "a", "calls"), Relation("b", "d", "calls")]
     async with graph_corpus(stack, "entc", entities_named(["a", "b", "c", "d"]), edges) as corpus_id:
-        reply = await entity_search(stack, corpus_id, "a", depth=2)
-    rows = [(r.depth, r.source.name, r.relation, r.direction, r.target.name) for r in reply.relations]
+        reply = await entity_search(stack, corpus_id, "a", max_hops=2)
+    rows = [(r.hops, r.source.name, r.relation, r.direction, r.target.name) for r in reply.relations]
     assert rows == [
         (1, "a", "calls", "out", "b"),
         (1, "a", "calls", "in", "c"),
@@ -210,7 +210,11 @@ async def test_entity_search_bad_input(stack: Stack, doc_corpus: str) -> None:
         stack, "EntitySearch", req(entity=ref("Nobody")), not_found, "entity 'Nobody' not found"
     )
     await expect_error(
-        stack, "EntitySearch", req(entity=ref("dell"), depth=4), INVALID, "depth: must be between 1 and 3"
+        stack,
+        "EntitySearch",
+        req(entity=ref("dell"), max_hops=4),
+        INVALID,
+        "max_hops: must be between 1 and 3",
     )
     await expect_error(
         stack, "EntitySearch", req(entity=ref("dell"), limit=201), INVALID, "limit: must be between 1 and 200"
@@ -450,7 +454,7 @@ async def test_entity_logic_on_each_store_and_its_snapshot(backend: tuple[GraphS
     assert await by_name(store, key, "Server Manual > Intro") == []
     for reader in (store, await GraphSnapshot.load(store, key)):
         found = await walk_relations(reader, key, dell, list(ENTITY_RELATION_TYPES), 2)
-        assert [(f.depth, f.source.entity_id, f.direction, f.target.entity_id) for f in found] == [
+        assert [(f.hops, f.source.entity_id, f.direction, f.target.entity_id) for f in found] == [
             (1, "e-dell", "out", "e-michael"),
             (1, "e-dell", "out", "e-texas"),
             (2, "e-texas", "in", "e-austin"),
@@ -472,7 +476,7 @@ async def test_entity_search_over_http(stack: Stack, doc_corpus: str) -> None:
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bridge.port}", timeout=60) as http:
             reply = await http.post(
-                "/v1/graph/entity", json={"corpusId": doc_corpus, "entity": {"name": "dell"}, "depth": 2}
+                "/v1/graph/entity", json={"corpusId": doc_corpus, "entity": {"name": "dell"}, "maxHops": 2}
             )
             missing = await http.post(
                 "/v1/graph/entity", json={"corpusId": doc_corpus, "entity": {"name": "Nobody"}}
@@ -480,7 +484,7 @@ async def test_entity_search_over_http(stack: Stack, doc_corpus: str) -> None:
     finally:
         await bridge.stop(0)
     assert reply.status_code == 200, reply.text
-    direct = await entity_search(stack, doc_corpus, "dell", depth=2)
+    direct = await entity_search(stack, doc_corpus, "dell", max_hops=2)
     assert reply.json() == json_format.MessageToDict(direct, always_print_fields_with_no_presence=True)
     assert reply.json()["relations"][1]["properties"]["strength"] == 0.8
     assert missing.status_code == 404 and "Nobody" in missing.text

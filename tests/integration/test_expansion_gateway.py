@@ -40,7 +40,7 @@ def check_hybrid(reply: fusion_pb2.FusionSearchResponse, top_n: int, chunk_weigh
         assert explain.contribution == pytest.approx(
             chunk_weight * explain.normalized_score + (1 - chunk_weight) * explain.raw_score
         )
-        assert match.expansion_depth == explain.graph.hops >= 1
+        assert match.expansion_hops == explain.graph.hops >= 1
         assert explain.graph.seed_entity and explain.graph.path[0] == explain.graph.seed_entity
         assert len(explain.graph.relationship_types) == explain.graph.hops
         assert match.chunk_id not in by_id

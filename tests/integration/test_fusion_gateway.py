@@ -202,7 +202,7 @@ async def test_expansion_scores_the_neighbours_by_the_hybrid(
     request.CopyFrom(base)
     request.options.fusion.enable_expansion = True
     request.options.fusion.expansion_top_n = 2
-    request.options.fusion.expansion_max_depth = 2
+    request.options.fusion.expansion_max_hops = 2
     reply = await gateway.search(request, remaining_s=10)
     await gateway.close()
 
@@ -229,7 +229,7 @@ async def test_expansion_scores_the_neighbours_by_the_hybrid(
             hybrid[m.chunk_id]
         )
     by_id = {m.chunk_id: m for m in expanded}
-    assert by_id[n2.chunk_id].expansion_depth == 2 and by_id[n1.chunk_id].expansion_depth == 1
+    assert by_id[n2.chunk_id].expansion_hops == 2 and by_id[n1.chunk_id].expansion_hops == 1
     deep = by_id[n2.chunk_id].explain[0]
     assert (deep.source, deep.normalized_score) == (first, 1.0) and deep.raw_score == pytest.approx(0.6)
     assert list(deep.graph.relationship_types) == ["MENTIONS", "RELATED_TO"]
@@ -304,7 +304,7 @@ async def test_expansion_against_the_real_graph_and_a_slow_expander(
     assert max(m.score for m in expanded) <= min(m.score for m in reply.matches if not m.expanded)
     for m in expanded:
         assert m.explain[0].source == reply.matches[0].chunk_id  # the one expanded chunk
-        assert m.expansion_depth == m.explain[0].graph.hops == 1
+        assert m.expansion_hops == m.explain[0].graph.hops == 1
     # a slow expander is cut at the expansion budget, not the caller's deadline
     fake, server = expander_server
     fake.delay_s = 5

@@ -31,7 +31,7 @@ from tests.integration.test_graph_leg import (
 )
 from tests.stack import Stack, StoredChunk, committed_graph, index_corpus
 from tribrid.config import TriBridConfig
-from tribrid.graphstore.base import GraphReader, graph_key
+from tribrid.graphstore.base import GraphView, graph_key
 from tribrid.models import Entity, Relation
 from tribrid.search_common import SearchParams
 from tribrid.stores.postgres import corpus_generation
@@ -123,7 +123,7 @@ async def corpus(stack: Stack) -> AsyncIterator[str]:
 
 
 @pytest.fixture(params=["store", "snapshot"])
-async def reader(request: pytest.FixtureRequest, stack: Stack, corpus: str) -> GraphReader:
+async def reader(request: pytest.FixtureRequest, stack: Stack, corpus: str) -> GraphView:
     """The graph as searches read it: from the store, or from memory; both answer alike."""
     store = stack.resources.graph()
     if request.param == "store":
@@ -158,7 +158,7 @@ def found(result: GraphResult) -> list[Found]:
 
 async def search(
     stack: Stack,
-    reader: GraphReader,
+    reader: GraphView,
     corpus_id: str,
     query: str,
     cfg: DocumentSettings,
@@ -170,7 +170,7 @@ async def search(
 
 
 async def expand(
-    stack: Stack, reader: GraphReader, corpus_id: str, chunk_ids: list[str], depth: int, cfg: DocumentSettings
+    stack: Stack, reader: GraphView, corpus_id: str, chunk_ids: list[str], depth: int, cfg: DocumentSettings
 ) -> GraphResult:
     key = graph_key(corpus_id, GENERATION)
     pool = await stack.resources.pool()
@@ -181,7 +181,7 @@ async def expand(
 
 
 async def test_seeds_by_name_alias_prefix_and_ner(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     key, cfg = graph_key(corpus, GENERATION), settings(config)
 
@@ -228,7 +228,7 @@ async def test_alias_seeds_are_the_same_in_the_store_and_in_memory(stack: Stack,
 
 
 async def test_search_scores_depth_one_and_two(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     """Dell (exact, 1.0) and Michael Dell (a word of the name starts with "Dell", 0.4) are the seeds.
     depth 1: c1, c2 mention Dell: 1.0 x 1.0 (c1 first: it names Dell 3 times); c5 mentions
@@ -249,9 +249,7 @@ async def test_search_scores_depth_one_and_two(
     assert found(three)[-1] == Found("c4", 0.432, 3, ("Dell Technologies", "Texas", "Austin", qname("c4")))
 
 
-async def test_search_provenance(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
-) -> None:
+async def test_search_provenance(stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView) -> None:
     result = await search(stack, reader, corpus, "dell", settings(config))
     c3 = result.provenance["c3"]
     assert c3.seed_entity == "Dell Technologies" and c3.seed_match == "exact" and c3.hops == 2
@@ -263,7 +261,7 @@ async def test_search_provenance(
 
 
 async def test_search_related_min_strength(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     """Texas's RELATED_TO edges: Dell 0.8, Austin 0.9. A floor above 0.8 keeps only Austin."""
     cases = {0.5: ["c3", "c2", "c4", "c1"], 0.85: ["c3", "c2", "c4"], 0.95: ["c3", "c2"]}
@@ -278,7 +276,7 @@ async def test_search_related_min_strength(
 
 
 async def test_search_ties_are_deterministic(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     """Equal scores: more mentions of the entity first, then chunk id; fan-out keeps the strongest."""
     texas = await search(stack, reader, corpus, "texas", settings(config, max_depth=1))
@@ -299,7 +297,7 @@ async def test_search_ties_are_deterministic(
 
 
 async def test_expansion_depth_one_and_two(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     """From c1 (mentions Dell; SIMILAR_TO c6 0.75, c4 0.65 < 0.7).
     depth 1: c2 shares Dell (1.0); c6 is similar (0.75). depth 2 (x 0.8): c3 shares Texas with c2
@@ -325,7 +323,7 @@ async def test_expansion_depth_one_and_two(
 
 
 async def test_expansion_similar_to_threshold_and_inputs_left_out(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     low = await expand(stack, reader, corpus, ["c1"], 1, settings(config, similar_to_threshold=0.6))
     assert [(f.chunk_id, f.score) for f in found(low)] == [("c2", 1.0), ("c6", 0.75), ("c4", 0.65)]
@@ -364,13 +362,13 @@ async def test_service_search_and_expand(stack: Stack, corpus: str) -> None:
         "Texas",
         qname("c3"),
     ]
-    deeper = await rpc_search(stack, corpus, "Where is Dell headquartered?", document_max_depth=3)
+    deeper = await rpc_search(stack, corpus, "Where is Dell headquartered?", document_max_hops=3)
     assert [m.chunk_id for m in deeper] == ["c1", "c2", "c3", "c5", "c4"]
     async with stack.channel("graph") as channel:
         reply = await graph_pb2_grpc.GraphSearchStub(channel).ExpandContext(
             graph_pb2.ExpandContextRequest(corpus_id=corpus, chunk_ids=["c1"], max_hops=2), timeout=30
         )
-    assert [(m.chunk_id, round(m.score, 6), m.expansion_depth) for m in reply.matches] == [
+    assert [(m.chunk_id, round(m.score, 6), m.expansion_hops) for m in reply.matches] == [
         ("c2", 1.0, 1),
         ("c3", 0.8, 2),
         ("c6", 0.75, 1),
@@ -431,19 +429,19 @@ async def test_mixed_corpus_code_answers_unchanged(stack: Stack) -> None:
         assert mixed_expanded.matches
 
 
-async def test_bad_document_max_depth(stack: Stack, corpus: str) -> None:
+async def test_bad_document_max_hops(stack: Stack, corpus: str) -> None:
     for depth, message in (
-        (4, "options.graph.document_max_depth: Input should be less than or equal to 3"),
-        (0, "options.graph.document_max_depth: Input should be greater than or equal to 1"),
+        (4, "options.graph.document_max_hops: Input should be less than or equal to 3"),
+        (0, "options.graph.document_max_hops: Input should be greater than or equal to 1"),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            await rpc_search(stack, corpus, "dell", document_max_depth=depth)
+            await rpc_search(stack, corpus, "dell", document_max_hops=depth)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert message in (err.value.details() or "")
 
 
 async def test_named_relationship_types_narrow_the_walk(
-    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphReader
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     similar_only = settings(config, relationship_types=frozenset({"similar_to"}))
     assert found(await search(stack, reader, corpus, "texas", similar_only)) == []
@@ -502,7 +500,7 @@ async def test_expansion_over_an_indexed_corpus(stack: Stack, indexed_corpus: st
             timeout=30,
         )
     assert {m.chunk_id: round(m.score, 6) for m in reply.matches} == want
-    assert all(m.expansion_depth == 1 for m in reply.matches)
+    assert all(m.expansion_hops == 1 for m in reply.matches)
     assert [m.score for m in reply.matches] == sorted((m.score for m in reply.matches), reverse=True)
 
 

@@ -43,8 +43,8 @@ CASES: list[tuple[tuple[str, ...], str]] = [
     (("graph.max_hops=6",), "options.graph.max_hops: Input should be less than or equal to 5"),
     (("graph.max_hops=0",), "options.graph.max_hops: Input should be greater than or equal to 1"),
     (
-        ("graph.document_max_depth=4",),
-        "options.graph.document_max_depth: Input should be less than or equal to 3",
+        ("graph.document_max_hops=4",),
+        "options.graph.document_max_hops: Input should be less than or equal to 3",
     ),
     (("graph.entity_types=Macro-1",), "options.graph.entity_types.0: String should match pattern"),
     (("graph.relationship_types=LIKES]",), "options.graph.relationship_types.0: String should match pattern"),
@@ -68,12 +68,12 @@ CASES: list[tuple[tuple[str, ...], str]] = [
         "options.fusion.expansion_top_n: Input should be less than or equal to 100",
     ),
     (
-        ("fusion.expansion_max_depth=4",),
-        "options.fusion.expansion_max_depth: Input should be less than or equal to 3",
+        ("fusion.expansion_max_hops=4",),
+        "options.fusion.expansion_max_hops: Input should be less than or equal to 3",
     ),
     (
-        ("fusion.expansion_max_depth=0",),
-        "options.fusion.expansion_max_depth: Input should be greater than or equal to 1",
+        ("fusion.expansion_max_hops=0",),
+        "options.fusion.expansion_max_hops: Input should be greater than or equal to 1",
     ),
     (
         ("fusion.expansion_chunk_weight=1.5",),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import asyncpg
 import grpc
 import numpy as np
 import pytest
@@ -16,8 +17,10 @@ from services.indexer.pg_writer import (
     CorpusInfo,
     FileRecord,
     RunCommit,
-    apply_run,
+    commit_run,
     delete_corpus,
+    ensure_corpus,
+    write_chunks,
 )
 from services.indexer.pipeline import INDEX_FORMAT
 from services.vector.search import (
@@ -41,6 +44,15 @@ from tribrid.v1 import common_pb2, indexer_pb2, vector_options_pb2, vector_pb2_g
 SYNTH = "synth-vec"
 N_CHUNKS = 3000
 N_RARE = 12  # chunks under rare/, language "go": a very selective filter
+
+
+async def apply_run(
+    pool: asyncpg.Pool, info: CorpusInfo, run: RunCommit, chunks: Sequence[Chunk], vectors: ChunkVectors
+) -> int:
+    """A whole run's PostgreSQL writes at once, in the indexer's order: the chunks, then the commit."""
+    await ensure_corpus(pool, info)
+    await write_chunks(pool, run.corpus_id, run.base_generation + 1, info.embedding_model, chunks, vectors)
+    return await commit_run(pool, run)
 
 
 def _unit(rows: np.ndarray) -> Vectors:

@@ -1,0 +1,98 @@
+"""`tribrid serve NAME --background` under supervisord: a killed service is started again and
+answers, and `tribrid stop` leaves no process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from bench.procstack import free_port
+from tests import REPO_ROOT
+from tribrid.config import TriBridConfig
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+async def _cli(env: dict[str, str], *args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tribridctl.cli", *args, cwd=REPO_ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=180)
+    return process.returncode or 0, out.decode()
+
+
+async def _restarted(supervisor: int, killed: int, deadline_s: float) -> list[int]:
+    """The supervisor's children once the killed one has been replaced (or as they are at the
+    deadline)."""
+    end = time.monotonic() + deadline_s
+    children = _children(supervisor)
+    while time.monotonic() < end and children in ([], [killed]):
+        await asyncio.sleep(0.1)
+        children = _children(supervisor)
+    return children
+
+
+async def _serving(port: int, deadline_s: float) -> bool:
+    end = time.monotonic() + deadline_s
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < end:
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return True
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.1)
+    return False
+
+
+async def test_a_killed_service_is_started_again_and_stop_leaves_no_process(
+    config: TriBridConfig, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "TRIBRID_STATE_DIR": str(tmp_path),
+        "TRIBRID_POSTGRES__PORT": str(config.postgres.port),
+        "TRIBRID_POSTGRES__DATABASE": config.postgres.database,
+        "TRIBRID_GRAPH_STORE__FALKORDB_PORT": str(config.graph_store.falkordb_port),
+        "TRIBRID_SERVICES__SPARSE_PORT": str(port),
+        "TRIBRID_TELEMETRY__METRICS_PORT": "0",
+    }
+    code, out = await _cli(env, "serve", "sparse", "--background")
+    assert code == 0, out
+    supervisor = int((tmp_path / "services.pid").read_text())
+    try:
+        (first,) = _children(supervisor)
+        os.kill(first, signal.SIGKILL)
+        (second,) = await _restarted(supervisor, first, deadline_s=60)
+        assert second != first and await _serving(port, 60)
+        log = (tmp_path / "logs" / "services.log").read_text()
+        assert '"service": "sparse"' in log  # one log, each line naming its service
+    finally:
+        code, out = await _cli(env, "stop")
+    assert code == 0, out
+    assert not _alive(supervisor) and not _alive(second) and not _alive(first)
+    assert not (tmp_path / "services.pid").exists()
