@@ -142,27 +142,27 @@ def test_a_pronoun_in_the_question_stands_for_the_name_the_message_said_before()
 
 
 def test_a_word_in_quotes_is_a_name_wherever_it_stands() -> None:
-    assert written_names("'Router' -- and its callers?") == ["'Router'"]
-    assert written_names('"parse_args" then') == ['"parse_args"']
-    assert written_names("it's Router's job, isn't it") == ["Router"]
+    assert written_names("'Router' -- and its callers?") == ("'Router'",)
+    assert written_names('"parse_args" then') == ('"parse_args"',)
+    assert written_names("it's Router's job, isn't it") == ("Router",)
 
 
 def test_a_pronoun_is_left_alone_when_the_message_names_nothing_before_it() -> None:
     assert resolve_pronouns("which functions call it?", "We spent the week on the release. ") == (
         "which functions call it?"
     )
-    assert written_names("Before I open the PR, ask GitHub. Then `run_all` and Python.") == [
+    assert written_names("Before I open the PR, ask GitHub. Then `run_all` and Python.") == (
         "GitHub",
         "`run_all`",
         "Python",
-    ]
+    )
 
 
 def test_i_e_and_e_g_neither_end_a_sentence_nor_name_anything() -> None:
     story = "We are dropping the legacy positional argument in the next major release. " * 5
     question = "What breaks if I change Address, i.e. which functions call it?"
     assert read_question(story + question) == (question, "callers")
-    assert written_names("e.g. the one i.e. Address") == ["Address"]
+    assert written_names("e.g. the one i.e. Address") == ("Address",)
 
 
 @pytest.mark.parametrize(
