@@ -32,7 +32,13 @@ from tribrid.graphstore.base import Direction, GraphView, TraversalHit
 from tribrid.graphstore.cypher import EXACT_SCORE, PREFIX_SCORE
 from tribrid.models import Entity
 from tribrid.question import Reading
-from tribrid.question.words import asked_name, is_written_as_code, names_among
+from tribrid.question.words import (
+    OPENING_VERBS,
+    QUESTION_WORDS,
+    asked_name,
+    is_written_as_code,
+    names_among,
+)
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.postgres import ChunkRow, fetch_chunks
 from tribrid.text import STOPWORDS
@@ -55,21 +61,6 @@ INFERRED_EDGE_WEIGHT = 0.8
 DIRECTED_SEED_FACTOR = 0.5
 # Relation types a directional question follows (unless the request names its own).
 DIRECTED_RELATIONSHIP_TYPES = ("calls", "references")
-# Words of a graph question, not names to look up.
-QUESTION_WORDS = frozenset(
-    """call calls called caller callers callee callees use uses used usage usages user users
-    invoke invokes invoked depend depends dependency dependencies reference references
-    method methods member members attribute attributes subclass subclasses superclass
-    superclasses inherit inherits inherited derive derives derived extend extends base bases
-    class classes function functions have has contain contains define defines usages sites
-    invocation invocations importer importers imported importing dependents descendants
-    ancestors implementers subtypes supertypes subclassed callees calling invoking using
-    referencing inheriting extending deriving implementing implement implements subclassing
-    specializing importing requiring routines interfaces relies rely needs outgoing""".split()
-)
-# An imperative that opens a question ("find the callers of X") is not a name to look up; the
-# same word later in the query may be one ("who calls find").
-OPENING_VERBS = frozenset("find list show get give display locate search enumerate look".split())
 
 
 # intent -> (edge direction from the seed, relation types followed, seed entity types)

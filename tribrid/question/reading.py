@@ -31,6 +31,7 @@ from tribrid.question.families import (
     unquote_fragments,
 )
 from tribrid.question.words import (
+    BIDS,
     REFERS_BACK,
     asks,
     is_question_word,
@@ -215,16 +216,10 @@ def _closing_remarks(query: str) -> int:
     for found in reversed(list(_SENTENCE_BREAK.finditer(query))):
         sentence = query[found.end() : end]
         first = sentence.split(maxsplit=1)[0].lower() if sentence.strip() else ""
-        if names_anything(sentence) or REFERS_BACK.search(sentence) or "?" in sentence or first in _BIDS:
+        if names_anything(sentence) or REFERS_BACK.search(sentence) or "?" in sentence or first in BIDS:
             break
         end = found.start() + 1
     return end if "?" in query[:end] else len(query)
-
-
-# Imperatives that open a request ("list every caller"); "want to be sure ..." says why.
-_BIDS = frozenset(
-    "show list find give tell get enumerate trace check look search print display please".split()
-)
 
 
 def _read_sentences(query: str, read: PartsReader) -> Asked:

@@ -81,6 +81,26 @@ _FUNCTION_WORDS = frozenset(
     function functions method methods class classes routine routines place places part parts path
     paths new way one""".split()
 )
+
+# The words of a graph question, never names the graph leg looks up (its seed terms).
+QUESTION_WORDS = frozenset(
+    """call calls called caller callers callee callees use uses used usage usages user users
+    invoke invokes invoked depend depends dependency dependencies reference references
+    method methods member members attribute attributes subclass subclasses superclass
+    superclasses inherit inherits inherited derive derives derived extend extends base bases
+    class classes function functions have has contain contains define defines usages sites
+    invocation invocations importer importers imported importing dependents descendants
+    ancestors implementers subtypes supertypes subclassed callees calling invoking using
+    referencing inheriting extending deriving implementing implement implements subclassing
+    specializing importing requiring routines interfaces relies rely needs outgoing""".split()
+)
+# An imperative that opens a question ("find the callers of X") is not a name to look up; the
+# same word later in the query may be one ("who calls find").
+OPENING_VERBS = frozenset("find list show get give display locate search enumerate look".split())
+# Imperatives that open a request ("list every caller"); "want to be sure ..." says why.
+BIDS = frozenset(
+    "show list find give tell get enumerate trace check look search print display please".split()
+)
 _AUXILIARIES = frozenset(("is", "are", "was", "were"))
 
 
