@@ -176,6 +176,14 @@ BENCH_QUICK_SECONDS ?= 20
 bench-quick: serve
 	$(PY) -m bench.bench_quick --seconds $(BENCH_QUICK_SECONDS)
 
+.PHONY: profile
+# Where each service spends its CPU under load (bench/profile_services.py): py-spy on every supervised
+# service while fused answers run at concurrency 8; bench/results/flame-<service>.svg and a table of
+# each service's share and hottest functions.
+PROFILE_SECONDS ?= 20
+profile: serve
+	$(PY) -m bench.profile_services --seconds $(PROFILE_SECONDS)
+
 # Named-entity extraction throughput (chunks/s, chars/s) next to the embedding rate on the same
 # document chunks (bench/bench_ner.py); writes bench/results/bench_ner.{json,png}. Needs no stores.
 bench-ner: install
