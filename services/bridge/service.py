@@ -57,7 +57,10 @@ async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer
         auth_cfg=cfg.auth,
         services=cfg.services,
     )
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and without
+    # it a kept-alive connection waits for the client's delayed ACK (40 ms) on every response
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.set_inheritable(True)
