@@ -54,10 +54,15 @@ def _order(fused: dict[str, Fused]) -> list[Fused]:
     return sorted(fused.values(), key=lambda f: (-round(f.score, 12), f.best_rank, f.item_id))
 
 
+# A leg that did not list an item (immutable: one value serves every such place)
+ABSENT = LegContribution(rank=0, raw_score=0.0, normalized=0.0)
+
+
 def _absent(legs: Sequence[str], fused: dict[str, Fused]) -> None:
     for item in fused.values():
-        for leg in legs:
-            item.contributions.setdefault(leg, LegContribution(rank=0, raw_score=0.0, normalized=0.0))
+        if len(item.contributions) < len(legs):
+            for leg in legs:
+                item.contributions.setdefault(leg, ABSENT)
 
 
 def rrf(results: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k: float) -> list[Fused]:
