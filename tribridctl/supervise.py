@@ -84,7 +84,7 @@ def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Pat
 
 def write_config(cfg: TriBridConfig, names: Sequence[str]) -> Path:
     conf = config_path(cfg)
-    conf.parent.mkdir(parents=True, exist_ok=True)
+    log_path(cfg).parent.mkdir(parents=True, exist_ok=True)  # supervisord's own log goes there too
     conf.write_text(render(cfg, names, sys.executable, Path.cwd()))
     return conf
 
@@ -96,9 +96,7 @@ def command(cfg: TriBridConfig) -> list[str]:
 def start(cfg: TriBridConfig, names: Sequence[str]) -> subprocess.Popen[bytes]:
     """supervisord running `names`, detached from this terminal; its pid is the services' pid."""
     write_config(cfg, names)
-    log = log_path(cfg)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as log_file:
+    with log_path(cfg).open("ab") as log_file:
         return subprocess.Popen(
             command(cfg),
             stdout=log_file,

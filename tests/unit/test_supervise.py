@@ -51,3 +51,11 @@ def test_a_percent_sign_in_a_path_is_kept_literally() -> None:
     # supervisord reads %% as one %: the file holds the escaped form
     assert parsed["supervisord"]["pidfile"] == "/tmp/100%%state/supervisord.pid"
     assert parsed["program:vector"]["command"].startswith("/opt/py%%3/python ")
+
+
+def test_the_configuration_is_written_with_the_folder_supervisord_logs_into(tmp_path: Path) -> None:
+    cfg = TriBridConfig(state_dir=tmp_path / "state")
+    conf = supervise.write_config(cfg, ("sparse",))
+    assert conf == tmp_path / "state" / "supervisord.conf" and conf.is_file()
+    assert (tmp_path / "state" / "logs").is_dir()  # supervisord refuses to start without it
+    assert supervise.command(cfg)[-2:] == ["-c", str(conf)]
