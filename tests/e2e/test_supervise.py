@@ -10,12 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from bench.procstack import free_port
 from tests import REPO_ROOT
 from tribrid.config import TriBridConfig
+from tribridctl.cli import _wait_healthy
 
 
 def _children(pid: int) -> list[int]:
@@ -53,21 +51,6 @@ async def _restarted(supervisor: int, killed: int, deadline_s: float) -> list[in
     return children
 
 
-async def _serving(port: int, deadline_s: float) -> bool:
-    end = time.monotonic() + deadline_s
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < end:
-            try:
-                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return True
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.1)
-    return False
-
-
 async def test_a_killed_service_is_started_again_and_stop_leaves_no_process(
     config: TriBridConfig, tmp_path: Path
 ) -> None:
@@ -88,7 +71,7 @@ async def test_a_killed_service_is_started_again_and_stop_leaves_no_process(
         (first,) = _children(supervisor)
         os.kill(first, signal.SIGKILL)
         (second,) = await _restarted(supervisor, first, deadline_s=60)
-        assert second != first and await _serving(port, 60)
+        assert second != first and await _wait_healthy(f"127.0.0.1:{port}", config, deadline_s=60)
         log = (tmp_path / "logs" / "services.log").read_text()
         assert '"service": "sparse"' in log  # one log, each line naming its service
     finally:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -108,22 +109,24 @@ class Model:
                 intercept=saved["intercept"].astype(np.float64),
             )
 
-    def __post_init__(self) -> None:
-        # The hot path's forms: each block's n-gram -> its column among all features, and the
-        # inverse document frequencies as a list (a numpy scalar costs more to read than a float).
-        offset = len(self.word_index)
-        object.__setattr__(
-            self, "_blocks", ((word_ngrams, self.word_index, 0), (char_ngrams, self.char_index, offset))
-        )
-        object.__setattr__(self, "_idf", [*self.word_idf.tolist(), *self.char_idf.tolist()])
+    # The hot path's forms, made on first use (a numpy scalar costs more to read than a float).
+    @cached_property
+    def _idf(self) -> list[float]:
+        """Every feature's inverse document frequency, word features first."""
+        return [*self.word_idf.tolist(), *self.char_idf.tolist()]
+
+    @cached_property
+    def _blocks(self) -> tuple[tuple[Callable[[str], list[str]], dict[str, int], int], ...]:
+        """Each feature block: its n-grams, their columns in the block, the block's first column."""
+        return ((word_ngrams, self.word_index, 0), (char_ngrams, self.char_index, len(self.word_index)))
 
     def probabilities(self, masked: str) -> dict[str, float]:
         """How likely the masked text asks for each label; they sum to 1. TfidfVectorizer's
         features (sublinear counts times idf, each block scaled to unit length), then the
         classifier's softmax."""
         scores = self.intercept.copy()
-        idf: list[float] = self._idf  # type: ignore[attr-defined]
-        for ngrams, index, offset in self._blocks:  # type: ignore[attr-defined]
+        idf = self._idf
+        for ngrams, index, offset in self._blocks:
             counts: dict[int, int] = {}
             for gram in ngrams(masked):
                 column = index.get(gram)
