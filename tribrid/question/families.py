@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from tribrid.question.spelling import correct_spelling
@@ -247,9 +248,11 @@ def family_reading(text: str) -> Intent | None:
     return best[1] if best is not None else None
 
 
+@lru_cache(maxsize=4096)
 def read_misspelled(text: str) -> Intent | None:
     """The family reading of the text, else of the text with mistyped relation words corrected
-    (`tribrid.question.spelling`): "functions calld from inside X"."""
+    (`tribrid.question.spelling`): "functions calld from inside X". Cached: a message's parts are
+    read again when its names are quoted, and a question asked again is not read again."""
     text = drop_denials(unquote_fragments(text))
     intent = family_reading(text)
     if intent is not None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +46,29 @@ def mask_names(text: str) -> str:
     text = _QUOTED_WORD.sub(PLACEHOLDER, text)
     names = {name for name in written_names(text) if is_written_as_code(name) or not is_question_word(name)}
     for name in sorted(names, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", PLACEHOLDER, text)
+        text = _replace_whole(text, name)
     return text
+
+
+def _replace_whole(text: str, name: str) -> str:
+    """The text with each whole occurrence of `name` (no word character or dot before it, no word
+    character after it) as the placeholder. A scan with str.find: a regex per name would be
+    compiled for nearly every new question."""
+    out: list[str] = []
+    start = done = 0
+    while (at := text.find(name, start)) >= 0:
+        end = at + len(name)
+        if (at == 0 or not _joins(text[at - 1], ".")) and (end == len(text) or not _joins(text[end])):
+            out += (text[done:at], PLACEHOLDER)
+            start = done = end
+        else:
+            start = at + 1
+    return "".join(out) + text[done:] if out else text
+
+
+def _joins(char: str, also: str = "") -> bool:
+    """The character continues a word (regex \\w), or is `also`."""
+    return char.isalnum() or char == "_" or char in also
 
 
 def word_ngrams(text: str) -> list[str]:
@@ -109,37 +131,35 @@ class Model:
                 intercept=saved["intercept"].astype(np.float64),
             )
 
-    # The hot path's forms, made on first use (a numpy scalar costs more to read than a float).
-    @cached_property
-    def _idf(self) -> list[float]:
-        """Every feature's inverse document frequency, word features first."""
-        return [*self.word_idf.tolist(), *self.char_idf.tolist()]
-
+    # The hot path's forms, made on first use.
     @cached_property
     def _blocks(self) -> tuple[tuple[Callable[[str], list[str]], dict[str, int], int], ...]:
         """Each feature block: its n-grams, their columns in the block, the block's first column."""
         return ((word_ngrams, self.word_index, 0), (char_ngrams, self.char_index, len(self.word_index)))
+
+    @cached_property
+    def _idf(self) -> npt.NDArray[np.float64]:
+        """Every feature's inverse document frequency, word features first."""
+        return np.concatenate([self.word_idf, self.char_idf])
 
     def probabilities(self, masked: str) -> dict[str, float]:
         """How likely the masked text asks for each label; they sum to 1. TfidfVectorizer's
         features (sublinear counts times idf, each block scaled to unit length), then the
         classifier's softmax."""
         scores = self.intercept.copy()
-        idf = self._idf
         for ngrams, index, offset in self._blocks:
-            counts: dict[int, int] = {}
-            for gram in ngrams(masked):
-                column = index.get(gram)
-                if column is not None:
-                    counts[column + offset] = counts.get(column + offset, 0) + 1
-            if not counts:
+            found = [
+                (column + offset, n)
+                for gram, n in Counter(ngrams(masked)).items()
+                if (column := index.get(gram)) is not None
+            ]
+            if not found:
                 continue
-            columns = list(counts)
-            weights = [(1.0 + math.log(n)) * idf[column] for column, n in counts.items()]
-            norm = math.sqrt(math.fsum(w * w for w in weights))
-            scores += np.asarray(weights) @ self.coef[columns] / norm
+            columns, counts = np.array(found).T
+            weights = (1.0 + np.log(counts)) * self._idf[columns]
+            scores += weights @ self.coef[columns] / math.sqrt(weights @ weights)
         exp = np.exp(scores - scores.max())
-        return dict(zip(self.labels, map(float, exp / exp.sum()), strict=True))
+        return dict(zip(self.labels, (exp / exp.sum()).tolist(), strict=True))
 
 
 _model: Model | None = None
@@ -150,6 +170,7 @@ def load(model: Model | None = None) -> None:
     question banks out). A service does it before it serves, not on its first question."""
     global _model
     _model = Model.load() if model is None else model
+    _masked_probabilities.cache_clear()
 
 
 def probabilities(text: str) -> dict[str, float]:
@@ -165,7 +186,14 @@ def likeliest(probability: dict[str, float]) -> str:
 
 def probabilities_of(texts: Sequence[str]) -> list[dict[str, float]]:
     """`probabilities` of each text."""
+    return [_masked_probabilities(mask_names(text)) for text in texts]
+
+
+@lru_cache(maxsize=4096)
+def _masked_probabilities(masked: str) -> dict[str, float]:
+    """The loaded model's probabilities of a masked text; a question asked again is not read again
+    (callers only read the result)."""
     if _model is None:
         load()
     assert _model is not None
-    return [_model.probabilities(mask_names(text)) for text in texts]
+    return _model.probabilities(masked)
