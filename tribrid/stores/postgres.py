@@ -140,6 +140,15 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         f"""
         ALTER TABLE chunks ADD COLUMN signature_embedding vector({dim});
         """,
+        # The vectors in the row, not in the TOAST table (pgvector's type defaults to EXTERNAL):
+        # a row with two 384-d vectors passes the 2 kB toast threshold, and each vector read
+        # back (an exact scan, the distances the legs select) cost a TOAST index probe and heap
+        # fetch. MAIN moves one out only when the row would not fit a page (very wide vectors).
+        # Rows written before keep their TOAST copies until the next index run replaces them.
+        """
+        ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN,
+                           ALTER COLUMN signature_embedding SET STORAGE MAIN;
+        """,
     ]
 
 
