@@ -159,7 +159,9 @@ def serve(
 
     telemetry.setup_logging(cfg.telemetry, which)
     telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which}")
-    asyncio.run(run(cfg, _services(which)))
+    import uvloop  # a service's loop: about a quarter less CPU per gRPC call than asyncio's
+
+    uvloop.run(run(cfg, _services(which)))
 
 
 def _services(which: str) -> tuple[ServiceName, ...]:
