@@ -14,11 +14,11 @@ with w = `signature_weight`. A docstring-like question ("Return the number of ..
 function's name and parameters better than its body, which the text's one vector mostly averages
 away. The `signature_candidates` rows nearest by text are re-ordered by the blend.
 
-The common request (no filter, the configured ef_search, a corpus above `exact_scan_max_rows`)
-is one round trip on the vector leg's own pool, whose connections start with those settings
-(`session_settings`): the HNSW query, with the corpus's model and size checked in the same
-statement. Every other request, or one that query cannot answer, takes two statements, in a
-read-only transaction (the pool's connections go back unreset: see `create_pool`):
+The common request (no filter, the configured ef_search) is one round trip on the vector leg's
+own pool, whose connections start with those settings (`session_settings`): the HNSW query for a
+corpus above `exact_scan_max_rows`, the exact scan for a smaller one, with the corpus's model and
+size read in the same statement. Every other request, or one that query cannot answer, takes two
+statements, in a read-only transaction (the pool's connections go back unreset: see `create_pool`):
 - statement 1 sets the settings for this transaction and counts, up to `exact_scan_max_rows` + 1,
   the chunks that corpus and filters allow;
 - statement 2 is either the HNSW query (many rows allowed: the iterative scan keeps going until
@@ -75,25 +75,44 @@ def _similarities(to_similarity: str) -> str:
 
 @functools.cache  # built once per metric: it runs on every common request
 def build_direct_query(metric: str) -> str:
-    """$1 corpus, $2 query vector, $3 candidates, $4 exact_scan_max_rows: the HNSW query for an
-    unfiltered request, returning nothing unless the corpus exists and is above $4 rows."""
+    """$1 corpus, $2 query vector, $3 candidates, $4 exact_scan_max_rows: an unfiltered request in
+    one statement. Above $4 rows, the HNSW scan (`plan` 'hnsw'); at most $4, the exact scan of
+    the corpus's rows (`plan` 'exact'). Nothing for an unknown or uncommitted corpus. Each row
+    carries the corpus's model and chunk count."""
     op, to_similarity = METRIC_SQL[metric]
     distance = f"c.embedding {op} $2"
     return f"""
-        WITH found AS MATERIALIZED (
+        WITH k AS MATERIALIZED (
+            SELECT generation, chunk_count, embedding_model FROM corpora
+            WHERE corpus_id = $1 AND generation > 0
+        ), found AS MATERIALIZED (
             SELECT {_COLS}, {distance} AS distance, c.signature_embedding {op} $2 AS signature_distance,
-                   k.embedding_model AS model
-            FROM corpora k
+                   'hnsw' AS plan
+            FROM k
             CROSS JOIN LATERAL (
                 SELECT {_COLS}, c.embedding, c.signature_embedding FROM chunks c
                 WHERE c.corpus_id = $1 AND c.generation <= k.generation
                 ORDER BY {distance}
                 LIMIT $3
             ) c
-            WHERE k.corpus_id = $1 AND k.generation > 0 AND k.chunk_count > $4
+            WHERE k.chunk_count > $4
+        ), allowed AS MATERIALIZED (  -- materialized: the planner cannot order it by the index
+            SELECT c.chunk_id, c.generation, c.embedding FROM k
+            JOIN chunks c ON c.corpus_id = $1 AND c.generation <= k.generation
+            WHERE k.chunk_count <= $4
+        ), top AS (
+            SELECT a.chunk_id, a.generation, a.embedding {op} $2 AS distance FROM allowed a
+            ORDER BY a.embedding {op} $2, a.chunk_id
+            LIMIT $3
+        ), exact AS (
+            SELECT {_COLS}, top.distance, c.signature_embedding {op} $2 AS signature_distance,
+                   'exact' AS plan
+            FROM top JOIN chunks c
+                ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         )
-        SELECT {_COLS}, {_similarities(to_similarity)}, c.model
-        FROM found c
+        SELECT {_COLS}, {_similarities(to_similarity)}, c.plan, k.embedding_model AS model,
+               k.chunk_count
+        FROM (SELECT * FROM found UNION ALL SELECT * FROM exact) c, k
         ORDER BY c.distance, c.chunk_id"""
 
 
@@ -223,10 +242,13 @@ async def vector_search(
             candidates,
             cfg.exact_scan_max_rows,
         )
-        if len(rows) == candidates:  # else: a small or unknown corpus, or a short scan
+        # else: an unknown or empty corpus, or an HNSW scan that stopped short
+        if rows and (rows[0]["plan"] == "exact" or len(rows) == candidates):
             _check_model(params.corpus_id, rows[0]["model"], embedding_model)
-            chunks = _scored(rows, cfg, params.top_k, detail.format(plan="hnsw"))
-            return VectorResult(chunks, "hnsw", cfg.exact_scan_max_rows + 1, 1)  # more than that allowed
+            plan = rows[0]["plan"]
+            chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
+            allowed = min(rows[0]["chunk_count"], cfg.exact_scan_max_rows + 1)  # as the probe counts
+            return VectorResult(chunks, plan, allowed, 1)
     plan, allowed, rows = await _search_in_two(
         pool, cfg, params, query_vector, ef, candidates, embedding_model
     )

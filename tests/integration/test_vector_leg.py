@@ -163,7 +163,18 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
         assert (direct.statements, two.statements) == (1, 2)
         assert [c.chunk.chunk_id for c in direct.chunks] == [c.chunk.chunk_id for c in two.chunks]
         assert direct.chunks[0].chunk.chunk_id == chunks[i].chunk_id
-    # a filter, a small corpus or an unknown one take the two round trips, with their answers
+    # a corpus within exact_scan_max_rows: its exact scan in the one round trip, the same answer
+    small = scan(stack.cfg.vector).model_copy(update={"exact_scan_max_rows": len(chunks)})
+    for i in (7, 2999):
+        direct = await vector_search(pool, small, params(), vectors[i], pool_settings=settings)
+        two = await vector_search(shared, small, params(), vectors[i])
+        assert (direct.plan, direct.statements, direct.allowed) == ("exact", 1, len(chunks))
+        assert (two.plan, two.allowed) == ("exact", len(chunks))
+        assert [(c.chunk.chunk_id, c.score) for c in direct.chunks] == [
+            (c.chunk.chunk_id, c.score) for c in two.chunks
+        ]
+        assert direct.chunks[0].chunk.chunk_id == chunks[i].chunk_id
+    # a filter or an unknown corpus take the two round trips, with their answers
     filtered = await vector_search(
         pool, scan(stack.cfg.vector), params(glob="rare/**"), vectors[3], pool_settings=settings
     )
