@@ -3,13 +3,15 @@ and over the HTTP bridge, one at a time and eight at a time, on the `click` pack
 brings, with half the questions seen for the first time (a new spelling of a question: its
 embedding and its reading are not cached anywhere). Each phase reports answers/s, p50 and p99, and
 the server's CPU per answer: every service process, PostgreSQL and FalkorDB, read from /proc (the
-load generator's own CPU is not in it).
+load generator's own CPU is not in it). The four phases run in turn, --rounds times back to back,
+and each figure is the median of its rounds: on a shared machine one round can be slowed by
+another job. The bridge's overhead is taken within a round, HTTP against gRPC one at a time.
 
 Writes bench/results/bench-quick.{json,png} and the README's performance table (between its
 `bench-quick` markers), so the table always shows the last run.
 
     make bench-quick                      # after make serve (it indexes click once)
-    .venv/bin/python -m bench.bench_quick --seconds 10
+    .venv/bin/python -m bench.bench_quick --seconds 10 --rounds 3
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import ast
 import asyncio
 import random
 import re
+import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -142,7 +145,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     mix = questions(root)
     # spellings no earlier run has sent: no cache anywhere holds them
     first_sight_from = random.SystemRandom().getrandbits(24) << 20
-    phases: list[Phase] = []
     columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     async with (
         grpc.aio.insecure_channel(cfg.services.address("fusion")) as channel,
@@ -168,23 +170,54 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await run_phase(
                 cfg, warm, over_grpc, mix, args.warmup_seconds, first_sight_from - 10**6, progress
             )
-            for transport, ask in (("gRPC", over_grpc), ("HTTP", over_http)):
+            rounds: list[list[Phase]] = []
+            for _ in range(args.rounds):
+                measured: list[Phase] = []
                 for concurrency in (1, 8):
-                    phase = Phase(transport, concurrency)
-                    phases.append(
-                        await run_phase(cfg, phase, ask, mix, args.seconds, first_sight_from, progress)
-                    )
-                    first_sight_from += 10**6
-    grpc_c1 = next(p for p in phases if p.transport == "gRPC" and p.concurrency == 1)
-    http_c1 = next(p for p in phases if p.transport == "HTTP" and p.concurrency == 1)
+                    for transport, ask in (("gRPC", over_grpc), ("HTTP", over_http)):
+                        phase = Phase(transport, concurrency)
+                        measured.append(
+                            await run_phase(cfg, phase, ask, mix, args.seconds, first_sight_from, progress)
+                        )
+                        first_sight_from += 10**6
+                rounds.append(measured)
     return {
         "created": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "corpus": {"name": CORPUS, "root": str(root), **corpus},
         "questions": len(mix),
         "seconds_per_phase": args.seconds,
-        "phases": [asdict(p) for p in phases],
-        "bridge_overhead_p50_ms": http_c1.p50_ms - grpc_c1.p50_ms,
+        "rounds": len(rounds),
+        "phases": [asdict(p) for p in medians(rounds)],
+        "bridge_overhead_p50_ms": statistics.median(_bridge_overhead(measured) for measured in rounds),
+        "each_round": [[asdict(p) for p in measured] for measured in rounds],
     }
+
+
+def medians(rounds: list[list[Phase]]) -> list[Phase]:
+    """Each phase's median figures over the rounds (answers and errors: their sums)."""
+    out = []
+    for same in zip(*rounds, strict=True):
+        first = same[0]
+        out.append(
+            Phase(
+                first.transport,
+                first.concurrency,
+                answers=sum(p.answers for p in same),
+                errors=sum(p.errors for p in same),
+                seconds=sum(p.seconds for p in same),
+                answers_per_s=statistics.median(p.answers_per_s for p in same),
+                p50_ms=statistics.median(p.p50_ms for p in same),
+                p99_ms=statistics.median(p.p99_ms for p in same),
+                cpu_ms_per_answer=statistics.median(p.cpu_ms_per_answer for p in same),
+                first_sight=first.first_sight,
+            )
+        )
+    return out
+
+
+def _bridge_overhead(measured: list[Phase]) -> float:
+    one_at_a_time = {p.transport: p.p50_ms for p in measured if p.concurrency == 1}
+    return one_at_a_time["HTTP"] - one_at_a_time["gRPC"]
 
 
 def table_lines(result: dict[str, Any]) -> list[str]:
@@ -192,7 +225,8 @@ def table_lines(result: dict[str, Any]) -> list[str]:
     chunks = result["corpus"].get("chunks", "?")
     lines = [
         f"`make bench-quick`, {result['created']}: fused answers (top {TOP_K}) on `click` ({chunks} chunks),",
-        "half of the questions seen for the first time; server CPU = every service process and both stores.",
+        "half of the questions seen for the first time; server CPU = every service process and both stores;",
+        f"medians of {result.get('rounds', 1)} rounds back to back.",
         "",
         "| transport | concurrency | answers/s | p50 ms | p99 ms | server CPU ms per answer |",
         "|---|---|---|---|---|---|",
@@ -271,7 +305,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seconds", type=float, default=20.0, help="length of each of the four phases")
+    parser.add_argument("--seconds", type=float, default=12.0, help="length of each phase in a round")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of the four phases; figures are medians"
+    )
     parser.add_argument("--warmup-seconds", type=float, default=5.0, help="unmeasured questions first")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
     args = parser.parse_args()

@@ -72,3 +72,24 @@ def test_the_questions_are_of_every_kind_and_the_same_every_run(tmp_path: Path) 
         "Render one page of the manual to text.",
     }
     assert bench_quick.questions(tmp_path) == asked
+
+
+def test_each_figure_is_the_median_of_its_rounds_and_the_overhead_is_taken_within_a_round() -> None:
+    def round_of(grpc_p50: float, http_p50: float, cpu: float) -> list[bench_quick.Phase]:
+        return [
+            bench_quick.Phase("gRPC", 1, answers=10, p50_ms=grpc_p50, cpu_ms_per_answer=cpu),
+            bench_quick.Phase("HTTP", 1, answers=10, p50_ms=http_p50, cpu_ms_per_answer=cpu + 1),
+        ]
+
+    # the second round ran while another job slowed the machine
+    rounds = [round_of(20.0, 22.0, 30.0), round_of(60.0, 40.0, 90.0), round_of(21.0, 24.0, 31.0)]
+    grpc_c1, http_c1 = bench_quick.medians(rounds)
+    assert (grpc_c1.transport, grpc_c1.p50_ms, grpc_c1.cpu_ms_per_answer, grpc_c1.answers) == (
+        "gRPC",
+        21.0,
+        31.0,
+        30,
+    )
+    assert (http_c1.transport, http_c1.p50_ms, http_c1.cpu_ms_per_answer) == ("HTTP", 24.0, 32.0)
+    overheads = [bench_quick._bridge_overhead(r) for r in rounds]
+    assert overheads == [2.0, -20.0, 3.0]
