@@ -140,7 +140,7 @@ def lab_queries(report: Mapping[str, Any], sets: Mapping[str, tuple[str, list[Ev
             request = common_pb2.SearchRequest(corpus_id=corpus, query=query.query)
             fusion_plan = plan(cfg.fusion, request, corpus_profiles[corpus])
             scores = {leg: [r.score for r in ranked] for leg, ranked in lists.items()}
-            confident = confident_weights(fusion_plan, scores)[0]
+            confident = confident_weights(fusion_plan, scores, cfg.fusion.candidates_per_leg)[0]
             out.append(
                 LabQuery(
                     set_name, query, lists, where, fusion_plan.weights, fusion_plan.reading.kind, confident

@@ -6,7 +6,6 @@ Pure functions over ranked lists, so they can be checked against hand-computed e
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -154,13 +153,19 @@ def keep_leg_order(fused: Sequence[Fused], leg: str) -> list[Fused]:
     return merged
 
 
-def confidence(scores: Sequence[float]) -> float:
-    """How far a list's best score stands above the list: its z-score, 0 when below the mean or
-    when there are fewer than 3 scores or all are equal (no list to stand out of)."""
-    if len(scores) < 3:
+def confidence(scores: Sequence[float], depth: int) -> float:
+    """How far a list's best score stands above the list the leg was asked for: the z-score of its
+    top among `depth` places, where the places it left empty score what nothing matched (0, or
+    its lowest score if that is below 0). A leg that finds one document of the `depth` it could
+    have listed is sure of it: one hit of 30 has z = sqrt(29). 0 when nothing stands out."""
+    if not scores:
         return 0.0
-    mean = statistics.fmean(scores)
-    std = statistics.pstdev(scores, mean)
+    empty = max(0, depth - len(scores))
+    floor = min(0.0, min(scores))
+    n = len(scores) + empty
+    mean = (math.fsum(scores) + empty * floor) / n
+    variance = (math.fsum((s - mean) ** 2 for s in scores) + empty * (floor - mean) ** 2) / n
+    std = math.sqrt(variance)
     return max(0.0, (max(scores) - mean) / std) if std > 0 else 0.0
 
 

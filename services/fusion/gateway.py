@@ -257,16 +257,16 @@ def plan(
 
 
 def confident_weights(
-    fusion_plan: FusionPlan, answered: Mapping[str, Sequence[float]]
+    fusion_plan: FusionPlan, answered: Mapping[str, Sequence[float]], depth: int
 ) -> tuple[dict[str, float], str]:
-    """The plan's weights times each answering leg's confidence (`fuse.confidence` of its scores)
-    to `confidence_power`, normalized, and what was done; the plan's own when it asks for no
-    scaling or no leg stands out."""
+    """The plan's weights times each answering leg's confidence (`fuse.confidence` of its scores
+    among the `depth` it was asked for) to `confidence_power`, normalized, and what was done; the
+    plan's own when it asks for no scaling or no leg stands out."""
     weights = dict(fusion_plan.weights)
     if not fusion_plan.confidence_scaled:
         return weights, fusion_plan.weights_reason
     power = fusion_plan.cfg.confidence_power
-    conf = {leg: confidence(scores) for leg, scores in answered.items() if weights.get(leg, 0.0) > 0}
+    conf = {leg: confidence(scores, depth) for leg, scores in answered.items() if weights.get(leg, 0.0) > 0}
     scaled = {leg: weights[leg] * conf[leg] ** power for leg in conf}
     if sum(scaled.values()) <= 0:
         return weights, fusion_plan.weights_reason
@@ -403,7 +403,7 @@ class Gateway:
         merge_started = time.perf_counter()
         first_seen = _first_seen(answered, technique_lists)
         weights, weights_reason = confident_weights(
-            fusion_plan, {leg: [m.score for m in o.matches] for leg, o in answered.items()}
+            fusion_plan, {leg: [m.score for m in o.matches] for leg, o in answered.items()}, top_k
         )
         fused = self._fuse(fusion_plan.cfg, weights, answered, technique_lists)
         if fusion_plan.lead_leg in answered:

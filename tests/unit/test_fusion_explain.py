@@ -72,10 +72,34 @@ def test_weighted_z_score_is_dbsf() -> None:
 
 
 def test_confidence_is_how_far_the_top_score_stands_above_its_list() -> None:
-    # 10, 3, 2, 1: mean 4, population std sqrt(12.5)
-    assert confidence([10.0, 3.0, 2.0, 1.0]) == pytest.approx(6 / 12.5**0.5)
-    assert confidence([5.0, 5.0, 5.0]) == 0.0  # nothing stands out
-    assert confidence([9.0, 1.0]) == 0.0  # too short a list to say
+    # 10, 3, 2, 1 of the 4 asked for: mean 4, population std sqrt(12.5)
+    assert confidence([10.0, 3.0, 2.0, 1.0], 4) == pytest.approx(6 / 12.5**0.5)
+    assert confidence([5.0, 5.0, 5.0], 3) == 0.0  # nothing stands out
+    assert confidence([], 30) == 0.0
+
+
+def test_a_short_list_stands_out_of_the_places_it_left_empty() -> None:
+    # One hit of 30: the 29 empty places matched nothing (0), so the hit's z is sqrt(29).
+    assert confidence([7.5], 30) == pytest.approx(29**0.5)
+    assert confidence([9.0, 1.0], 30) == pytest.approx(confidence([9.0, 1.0] + [0.0] * 28, 30))
+    assert confidence([9.0, 1.0], 30) > 5
+    # Below-zero scores (cosine): the empty places score no better than the lowest.
+    assert confidence([0.2, -0.4], 2) == pytest.approx(1.0)
+    assert confidence([0.2, -0.4], 4) == pytest.approx(confidence([0.2, -0.4, -0.4, -0.4], 4))
+
+
+def test_a_one_hit_sparse_list_with_the_right_document_leads_the_fusion() -> None:
+    """The sparse leg's only hit is the right document; the vector leg ranks it low in a flat list.
+    Scaled by confidence, the one hit counts (it had weight 0 when a list under 3 had no confidence)."""
+    flat = [0.62 - 0.005 * i for i in range(30)]
+    vector = [Ranked("right" if i == 20 else f"doc-{i}", s) for i, s in enumerate(flat)]
+    sparse = [Ranked("right", 4.2)]
+    natural = _natural_plan()
+    weights, reason = confident_weights(natural, {"vector": flat, "sparse": [4.2]}, 30)
+    assert weights["sparse"] > weights["vector"] > 0 and "sparse 5.39" in reason
+    legs = {"vector": vector, "sparse": sparse}
+    fused = weighted(legs, {leg: weights[leg] for leg in legs}, natural.cfg.normalization)
+    assert fused[0].item_id == "right"
 
 
 def _natural_plan(**fusion: object) -> FusionPlan:
@@ -89,7 +113,7 @@ def test_a_confident_leg_weighs_more_on_prose_questions_and_nothing_else_changes
     scores = {"vector": flat, "sparse": standout, "graph": flat}
     natural = _natural_plan()
     assert natural.reading.kind == "natural" and natural.confidence_scaled
-    weights, reason = confident_weights(natural, scores)
+    weights, reason = confident_weights(natural, scores, 30)
     assert natural.weights["vector"] > natural.weights["sparse"]
     assert weights["sparse"] > weights["vector"] and sum(weights.values()) == pytest.approx(1.0)
     assert "confidence" in reason and "sparse 5.37" in reason
@@ -99,10 +123,10 @@ def test_a_confident_leg_weighs_more_on_prose_questions_and_nothing_else_changes
         _natural_plan(adaptive_weights=False),
         _natural_plan(confidence_power=0),
     ):
-        assert confident_weights(kept, scores) == (kept.weights, kept.weights_reason)
+        assert confident_weights(kept, scores, 30) == (kept.weights, kept.weights_reason)
     # No leg stands out: the profile's weights.
     same = {leg: flat for leg in scores}
-    assert confident_weights(natural, same)[0] == pytest.approx(natural.weights)
+    assert confident_weights(natural, same, 30)[0] == pytest.approx(natural.weights)
 
 
 def test_the_corpus_names_make_a_question_about_a_plain_word_structural() -> None:
