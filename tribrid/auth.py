@@ -32,7 +32,12 @@ from tribrid.v1 import fusion_pb2, graph_pb2, indexer_pb2, sparse_pb2, vector_pb
 OPEN_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"})
 # RPCs that change a corpus, or (CypherQuery, the operators' hatch) read past the API's own
 # questions; every other RPC of the contract reads ("search").
-_WRITES: dict[str, Scope] = {"IndexCorpus": "index", "DeleteCorpus": "admin", "CypherQuery": "admin"}
+_WRITES: dict[str, Scope] = {
+    "IndexCorpus": "index",
+    "ImportGraph": "index",
+    "DeleteCorpus": "admin",
+    "CypherQuery": "admin",
+}
 # The environment variable a client process (the CLI) takes its token from.
 TOKEN_ENV = "TRIBRID_TOKEN"
 

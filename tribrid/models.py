@@ -56,6 +56,8 @@ class Entity:
     # Named entities: the other surface forms met in the text ("Dell" for "Dell Technologies"),
     # sorted; looked up like the name.
     aliases: tuple[str, ...] = ()
+    # An imported node's own properties, as canonical JSON ("" for none).
+    properties: str = ""
 
 
 PROPERTY_DECIMALS = 6
@@ -76,6 +78,8 @@ class Relation:
     count: int = 0
     strength: float = 0.0
     similarity: float = 0.0
+    # An imported edge's own properties ("role", "reason", ...), as canonical JSON ("" for none).
+    properties: str = ""
 
     def __post_init__(self) -> None:
         # FalkorDB returns a double with 15 significant digits; 6 decimals survive the round trip

@@ -32,6 +32,8 @@ class ServiceSpec:
     full_name: str  # e.g. "tribrid.v1.VectorSearch"
     register: Callable[[grpc.aio.Server], None]
     on_stop: Callable[[], Awaitable[None]] | None = None
+    # The largest request it takes (gRPC's default, 4 MiB, unless it needs more: a graph import).
+    max_request_bytes: int = 4 * 1024 * 1024
 
 
 @dataclass
@@ -219,7 +221,13 @@ async def start_server(
         admission.append(InFlightLimit(max_in_flight))
     server = grpc.aio.server(
         interceptors=[*telemetry.server_interceptors(), RequestErrors(), *admission],
-        options=list(SERVER_KEEPALIVE),
+        options=[
+            *SERVER_KEEPALIVE,
+            (
+                "grpc.max_receive_message_length",
+                max((spec.max_request_bytes for spec in specs), default=4 * 1024 * 1024),
+            ),
+        ],
     )
     for spec in specs:
         spec.register(server)

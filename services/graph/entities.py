@@ -50,9 +50,45 @@ RESERVED_PARAMETER = "corpus_id"
 # --- naming an entity ---------------------------------------------------------------------------
 
 
-async def resolve(store: GraphStore, key: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
+@dataclass(frozen=True, slots=True)
+class GraphTypes:
+    """What a committed graph holds, read once per generation."""
+
+    named: tuple[str, ...]  # entity types a name can mean: every stored type but documents and chunks
+    imported_relations: tuple[str, ...]  # relationship types beyond the indexer's own (an import's)
+
+
+async def graph_types(store: GraphStore, key: str) -> GraphTypes:
+    counts = await store.counts(key)  # "entities.<type>" and "relationships.<type>" -> how many
+
+    def kinds(group: str) -> set[str]:
+        return {name.removeprefix(group) for name in counts if name.startswith(group)}
+
+    return GraphTypes(
+        named=tuple(sorted(kinds("entities.") - STRUCTURAL_TYPES)),
+        imported_relations=tuple(sorted(kinds("relationships.") - set(RELATIONSHIP_TYPES))),
+    )
+
+
+async def candidates(
+    store: GraphStore, key: str, name: str, types: Sequence[str], limit: int
+) -> list[Entity]:
+    """Entities a name the graph does not hold may mean, best first: a name or alias that starts
+    with it ("Dell" -> Dell Technologies), holds it as a word (Michael Dell), or is one edit from a
+    word of it ("Micheal" -> Michael); by the store's seed ranking, then id."""
+    terms = [name, *name.split()] if len(name.split()) > 1 else [name]
+    if not types:
+        return []
+    found = await store.find_seeds(key, terms, list(types), limit, fuzzy=True, fulltext=True)
+    return [entity for entity, _ in found]
+
+
+async def resolve(
+    store: GraphStore, key: str, ref: graph_pb2.EntityRef, what: str, types: Sequence[str] = ()
+) -> Entity:
     """The one entity `ref` names: by id, by qualified name, or by a plain name that fits exactly one
-    (see `by_name`); NOT_FOUND naming it, or INVALID_ARGUMENT listing the candidates."""
+    (see `by_name`). A plain name that fits none but resembles some (`candidates` among `types`) is
+    INVALID_ARGUMENT listing them best first, like an ambiguous one; NOT_FOUND when none does."""
     named = [f for f in ("entity_id", "qualified_name", "name") if getattr(ref, f)]
     if len(named) != 1:
         raise invalid(f"{what}: set exactly one of entity_id, qualified_name or name")
@@ -63,6 +99,14 @@ async def resolve(store: GraphStore, key: str, ref: graph_pb2.EntityRef, what: s
     else:
         found = await by_name(store, key, ref.name)
     named_as = ref.entity_id or ref.qualified_name or ref.name
+    if not found and ref.name:
+        near = await candidates(store, key, ref.name, types, _CANDIDATES_SHOWN)
+        if near:
+            shown = ", ".join(_candidate(e) for e in near)
+            raise invalid(
+                f"{what} {named_as!r} names no entity; the nearest, best first: {shown};"
+                " name one by its name or id"
+            )
     if not found:
         raise not_found(f"{what} {named_as!r} not found")
     # `from m import f` makes an import entity named like m.f's definition: the name means that
@@ -115,7 +159,17 @@ def edge_properties(relation: Relation | None) -> common_pb2.EdgeProperties:
         similarity=relation.similarity,
         inferred=relation.inferred,
         confidence=relation.confidence if relation.inferred else 0.0,
+        attributes=attributes(relation.properties),
     )
+
+
+def attributes(properties: str) -> struct_pb2.Struct | None:
+    """An imported node's or edge's properties (stored as JSON) as a Struct; None for none."""
+    if not properties:
+        return None
+    values = struct_pb2.Struct()
+    values.update(json.loads(properties))
+    return values
 
 
 def graph_entity(
@@ -140,6 +194,7 @@ def graph_entity(
         unresolved=list(entity.unresolved),
         edge=edge_properties(edge) if edge is not None else None,
         aliases=list(entity.aliases),
+        attributes=attributes(entity.properties),
     )
 
 

@@ -87,7 +87,8 @@ class GraphKinds(NamedTuple):
 
 def _relationship_type(value: str, path: str) -> str:
     try:
-        return _RELATIONSHIP_TYPE.validate_python(value)
+        # Cypher users write labels in upper case (MEMBER_OF); the graph's types are lower case.
+        return _RELATIONSHIP_TYPE.validate_python(value.lower())
     except ValidationError as err:
         raise validation_error(err, path) from None
 
@@ -131,6 +132,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         # What a graph holds: code is searched as always; documents (chunk nodes) are also walked
         # as a document graph. A code-only graph is searched exactly as before.
         self._kinds: PerGraph[GraphKinds] = PerGraph(cfg.snapshot_max_graphs)
+        # The entity and relationship types a graph holds (an imported graph brings its own).
+        self._types: PerGraph[entities.GraphTypes] = PerGraph(cfg.snapshot_max_graphs)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
@@ -165,14 +168,22 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
         return await self._kinds.get(key, life, load)
 
+    async def _graph_types(self, key: str, life: str) -> entities.GraphTypes:
+        return await self._types.get(key, life, lambda: entities.graph_types(self._store, key))
+
+    async def _imported_types(self, key: str, life: str) -> list[str]:
+        """An imported graph's relationship types in this graph (member_of, ...), sorted."""
+        return list((await self._graph_types(key, life)).imported_relations)
+
     async def _recognized(self, query: str) -> list[str]:
         """The entity names NER finds in a question (the model loads on first use, off the loop)."""
         if self._query_entities is None:
             return []
         return list(await asyncio.to_thread(self._query_entities, query))
 
-    async def _resolve(self, key: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
-        return await entities.resolve(self._store, key, ref, what)
+    async def _resolve(self, key: str, life: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
+        types = await self._graph_types(key, life)
+        return await entities.resolve(self._store, key, ref, what, types.named)
 
     async def _community(self, key: str, found: list[Entity]) -> dict[str, int]:
         return await self._store.community_of(key, [e.entity_id for e in found])
@@ -288,14 +299,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     ) -> graph_pb2.EntitiesResponse:
         validate_corpus_id(request.corpus_id)
         direction = _edge_direction(request.direction)
+        limit = _in_range("limit", request.limit or self._cfg.max_fanout, 1, self._cfg.max_neighbors)
+        key, life = await self._graph(request.corpus_id)
         rel_types = (
             [_relationship_type(request.relationship_type, "relationship_type")]
             if request.relationship_type
-            else list(RELATIONSHIP_TYPES)
+            else [*RELATIONSHIP_TYPES, *await self._imported_types(key, life)]
         )
-        limit = _in_range("limit", request.limit or self._cfg.max_fanout, 1, self._cfg.max_neighbors)
-        key, life = await self._graph(request.corpus_id)
-        entity = await self._resolve(key, request.entity, "entity")
+        entity = await self._resolve(key, life, request.entity, "entity")
         found = await self._store.neighbors(key, entity.entity_id, rel_types, direction, limit)
         communities = await self._community(key, [n.entity for n in found])
         edges = await entities.neighbour_edges(self._reader(key, life), key, entity.entity_id, rel_types)
@@ -321,11 +332,10 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         longest = self._cfg.max_path_hops
         max_hops = _in_range("max_hops", request.max_hops or longest, 1, longest)
         key, life = await self._graph(request.corpus_id)
-        source = await self._resolve(key, request.source, "source")
-        target = await self._resolve(key, request.target, "target")
-        path = await self._store.shortest_path(
-            key, source.entity_id, target.entity_id, max_hops, list(RELATIONSHIP_TYPES)
-        )
+        source = await self._resolve(key, life, request.source, "source")
+        target = await self._resolve(key, life, request.target, "target")
+        walked = [*RELATIONSHIP_TYPES, *await self._imported_types(key, life)]
+        path = await self._store.shortest_path(key, source.entity_id, target.entity_id, max_hops, walked)
         if path is None:
             return graph_pb2.PathResponse(found=False)
         along = await self._store.get_entities(key, list(path.entity_ids))
@@ -349,7 +359,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             "limit", request.limit or entities.DEFAULT_CHUNKS_LIMIT, 1, entities.MAX_CHUNKS_LIMIT
         )
         key, life = await self._graph(request.corpus_id)
-        entity = await self._resolve(key, request.entity, "entity")
+        entity = await self._resolve(key, life, request.entity, "entity")
         scored = await entities.entity_chunks(
             self._reader(key, life), self._pool, request.corpus_id, key, entity, limit
         )
@@ -366,13 +376,13 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         limit = _in_range(
             "limit", request.limit or entities.DEFAULT_SEARCH_LIMIT, 1, entities.MAX_SEARCH_LIMIT
         )
+        key, life = await self._graph(request.corpus_id)
         rel_types = (
             [_relationship_type(request.relation, "relation")]
             if request.relation
-            else list(entities.ENTITY_RELATION_TYPES)
+            else [*entities.ENTITY_RELATION_TYPES, *await self._imported_types(key, life)]
         )
-        key, life = await self._graph(request.corpus_id)
-        entity = await self._resolve(key, request.entity, "entity")
+        entity = await self._resolve(key, life, request.entity, "entity")
         return await entities.entity_search(self._reader(key, life), key, entity, rel_types, max_hops, limit)
 
     async def ChunkEntities(

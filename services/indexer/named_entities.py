@@ -53,6 +53,8 @@ class DocumentGraph:
     mentions: list[Relation] = field(default_factory=list)
     related: list[Relation] = field(default_factory=list)
     merges: list[AliasMerge] = field(default_factory=list)
+    # An imported graph's typed edges (services/indexer/imported_graph.py).
+    typed: list[Relation] = field(default_factory=list)
 
 
 def display_name(surface_counts: Mapping[str, int]) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import asyncpg
 import numpy as np
 
+from services.indexer.graph_import import ImportedGraph
 from tribrid.models import Chunk
 from tribrid.stores.postgres import committed
 from tribrid.text import index_tokens, to_tsvector_literal
@@ -115,12 +116,51 @@ async def load_index_format(pool: asyncpg.Pool, corpus_id: str) -> int | None:
 
 async def discard_uncommitted(pool: asyncpg.Pool, corpus_id: str) -> int:
     """Delete the hidden rows an interrupted run left; returns how many chunks went."""
+    await pool.execute(
+        """DELETE FROM graph_imports g USING corpora k
+           WHERE g.corpus_id = $1 AND k.corpus_id = $1 AND g.generation > k.generation""",
+        corpus_id,
+    )
     status: str = await pool.execute(
         """DELETE FROM chunks c USING corpora k
            WHERE c.corpus_id = $1 AND k.corpus_id = $1 AND c.generation > k.generation""",
         corpus_id,
     )
     return int(status.rsplit(" ", 1)[-1])
+
+
+async def store_graph_import(
+    pool: asyncpg.Pool, corpus_id: str, generation: int, source: str, graph: ImportedGraph
+) -> None:
+    """The import a run at `generation` brings; hidden until that generation commits."""
+    await pool.execute(
+        """INSERT INTO graph_imports (corpus_id, generation, source, graph) VALUES ($1, $2, $3, $4::jsonb)
+           ON CONFLICT (corpus_id, generation)
+           DO UPDATE SET source = $3, graph = $4::jsonb, imported_at = now()""",
+        corpus_id,
+        generation,
+        source,
+        graph.to_json(),
+    )
+
+
+async def committed_root(pool: asyncpg.Pool, corpus_id: str) -> str | None:
+    """The directory a committed corpus was indexed from (None: no such corpus yet)."""
+    root: str | None = await pool.fetchval(
+        "SELECT root_path FROM corpora WHERE corpus_id = $1 AND generation > 0", corpus_id
+    )
+    return root
+
+
+async def load_graph_import(pool: asyncpg.Pool, corpus_id: str, generation: int) -> ImportedGraph | None:
+    """The newest import up to `generation` (None: the corpus has none)."""
+    text = await pool.fetchval(
+        """SELECT graph::text FROM graph_imports WHERE corpus_id = $1 AND generation <= $2
+           ORDER BY generation DESC LIMIT 1""",
+        corpus_id,
+        generation,
+    )
+    return None if text is None else ImportedGraph.from_json(text)
 
 
 async def ensure_corpus(pool: asyncpg.Pool, info: CorpusInfo) -> None:
@@ -300,6 +340,13 @@ async def commit_run(pool: asyncpg.Pool, run: RunCommit) -> int:
             "files",
             records=[(run.corpus_id, f.file_path, f.content_hash, f.language) for f in run.replaced_files],
             columns=["corpus_id", "file_path", "content_hash", "language"],
+        )
+        await conn.execute(  # an import this run brings replaces the one before it
+            """DELETE FROM graph_imports WHERE corpus_id = $1 AND generation < (
+                   SELECT max(generation) FROM graph_imports
+                   WHERE corpus_id = $1 AND generation <= $2::bigint + 1)""",
+            run.corpus_id,
+            run.base_generation,
         )
         await conn.execute(
             """UPDATE corpora SET

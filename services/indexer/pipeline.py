@@ -33,8 +33,10 @@ from services.indexer.communities import detect_communities
 from services.indexer.document_graph import chunk_vectors, document_chunks, document_nodes, similar_chunks
 from services.indexer.entity_cache import recognize_cached
 from services.indexer.graph import extract_file, resolve_corpus
+from services.indexer.graph_import import ImportedGraph
 from services.indexer.graph_writer import GraphChange, drop_generation, write_next_generation
-from services.indexer.named_entities import build_document_graph
+from services.indexer.imported_graph import link_chunks, merge_imported
+from services.indexer.named_entities import DocumentGraph, build_document_graph
 from services.indexer.pg_writer import (
     ChunkVectors,
     CorpusInfo,
@@ -45,8 +47,10 @@ from services.indexer.pg_writer import (
     embed_hash,
     ensure_corpus,
     load_file_hashes,
+    load_graph_import,
     load_index_format,
     run_lock,
+    store_graph_import,
     stored_vectors,
     tidy_postings,
     write_chunks,
@@ -94,6 +98,14 @@ EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
 
 
+@dataclass(frozen=True, slots=True)
+class GraphImport:
+    """A validated graph to import with the next generation, and where it came from."""
+
+    graph: ImportedGraph
+    source: str
+
+
 @dataclass(slots=True)
 class _Counts:
     started: float = field(default_factory=time.monotonic)
@@ -110,6 +122,9 @@ class _Counts:
     unresolved_references: int = 0
     named_entities: int = 0
     named_entities_merged: int = 0
+    imported_nodes: int = 0
+    imported_edges: int = 0
+    linked_mentions: int = 0
     generation: int = 0
     syntax_errors: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
@@ -147,6 +162,9 @@ class _Counts:
             chunks_reused=self.chunks_reused,
             named_entities=self.named_entities,
             named_entities_merged=self.named_entities_merged,
+            imported_nodes=self.imported_nodes,
+            imported_edges=self.imported_edges,
+            linked_mentions=self.linked_mentions,
         )
 
 
@@ -340,7 +358,11 @@ class IndexPipeline:
         """Drop what this process keeps of a corpus (after DeleteCorpus)."""
         self._parses.pop(corpus_id, None)
 
-    async def run(self, corpus_id: str, path: str) -> AsyncIterator[indexer_pb2.IndexProgress]:
+    async def run(
+        self, corpus_id: str, path: str, graph_import: GraphImport | None = None
+    ) -> AsyncIterator[indexer_pb2.IndexProgress]:
+        """Index `path` as the corpus's next generation; with `graph_import`, that generation also
+        brings the imported graph (and is written even when no file changed)."""
         validate_corpus_id(corpus_id)
         root = Path(path)
         if not path or not root.is_absolute():
@@ -349,10 +371,12 @@ class IndexPipeline:
             raise invalid(f"path {path!r} does not exist or is not a directory")
         # One run per corpus at a time, in this process and (the PostgreSQL lock) across processes.
         async with self._locks.setdefault(corpus_id, asyncio.Lock()), run_lock(self._pool, corpus_id):
-            async for event in self._run(corpus_id, root):
+            async for event in self._run(corpus_id, root, graph_import):
                 yield event
 
-    async def _run(self, corpus_id: str, root: Path) -> AsyncIterator[indexer_pb2.IndexProgress]:
+    async def _run(
+        self, corpus_id: str, root: Path, graph_import: GraphImport | None
+    ) -> AsyncIterator[indexer_pb2.IndexProgress]:
         counts = _Counts()
         yield counts.event("walking")
         with counts.timed("walk"):
@@ -365,6 +389,10 @@ class IndexPipeline:
         base = committed or 0
         with counts.timed("postgres"):
             await discard_uncommitted(self._pool, corpus_id)
+            if graph_import is not None:
+                await store_graph_import(
+                    self._pool, corpus_id, base + 1, graph_import.source, graph_import.graph
+                )
         # Before the unchanged check: a run killed after its commit left the previous generation's
         # graph behind, and a re-run of the same tree has nothing else to do.
         with counts.timed("graph"):
@@ -379,7 +407,7 @@ class IndexPipeline:
         deleted = sorted(set(old_hashes) - {f.path for f in files})
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
         counts.generation = base
-        if committed is not None and not changed and not deleted:
+        if committed is not None and not changed and not deleted and graph_import is None:
             await self._report_unchanged(corpus_id, base, counts)
             yield counts.event("done", done=True, message="unchanged")
             return
@@ -484,30 +512,39 @@ class IndexPipeline:
         """The document graph of the generation being built: document and chunk nodes, CONTAINS
         and SIMILAR_TO edges, and the named entities with MENTIONS and RELATED_TO."""
         chunks = document_chunks(parsed.chunks_by_file)
-        if not chunks:
+        imported = await load_graph_import(self._pool, corpus_id, generation)
+        if not chunks and imported is None:
             return [], []
         nodes = document_nodes(corpus_id, chunks)
         entities, relations = nodes.entities, nodes.contains
         gcfg = self._cfg.graph
-        if gcfg.similar_to_k > 0:
+        if gcfg.similar_to_k > 0 and chunks:
             with counts.timed("similar_to"):
                 vectors = await chunk_vectors(self._pool, corpus_id, generation, [c.chunk_id for c in chunks])
                 relations += await asyncio.to_thread(
                     similar_chunks, vectors, gcfg.similar_to_threshold, gcfg.similar_to_k
                 )
-        if self._cfg.entities.enabled:
+        named = DocumentGraph()
+        if self._cfg.entities.enabled and chunks:
             with counts.timed("entities"):
                 # cached by text: only new or changed chunks are analysed
                 found = await recognize_cached(self._pool, self._recognizer, [c.content for c in chunks])
                 named = build_document_graph(
                     corpus_id, {c.chunk_id: m for c, m in zip(chunks, found, strict=True)}, self._cfg.entities
                 )
-            entities += named.entities
-            relations += named.mentions + named.related
             counts.named_entities = len(named.entities)
             counts.named_entities_merged = len(named.merges)
             for merge in named.merges:
                 log.info("entities: %s %r merged into %r", merge.type, merge.name, merge.into)
+        if imported is not None:
+            with counts.timed("linking"):
+                texts = {c.chunk_id: c.content for c in chunks}
+                linked = await asyncio.to_thread(link_chunks, imported, texts)
+                named = merge_imported(corpus_id, imported, named, linked, self._cfg.entities)
+            counts.imported_nodes, counts.imported_edges = len(imported.nodes), len(imported.edges)
+            counts.linked_mentions = sum(len(found) for found in linked.values())
+        entities += named.entities
+        relations += named.mentions + named.related + named.typed
         return entities, relations
 
     async def _parse_and_embed(

@@ -1,4 +1,4 @@
-"""Indexer gRPC servicer: IndexCorpus (streams progress), DeleteCorpus, ListCorpora."""
+"""Indexer gRPC servicer: IndexCorpus and ImportGraph (stream progress), DeleteCorpus, ListCorpora."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from collections.abc import AsyncIterator
 import asyncpg
 import grpc
 
+from services.indexer.graph_import import GraphImportError, ImportedGraph, read_csv, read_jsonl
 from services.indexer.graph_writer import discard_uncommitted, drop_generation
-from services.indexer.pg_writer import CorpusBusy, delete_corpus
-from services.indexer.pipeline import IndexPipeline
+from services.indexer.pg_writer import CorpusBusy, committed_root, delete_corpus
+from services.indexer.pipeline import GraphImport, IndexPipeline
 from tribrid import auth
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
 from tribrid.graphstore import GraphStore
-from tribrid.options import RequestError
+from tribrid.options import RequestError, invalid
 from tribrid.resources import Resources
 from tribrid.search_common import validate_corpus_id
 from tribrid.server import ServiceSpec, freeze_long_lived_objects
@@ -40,6 +41,25 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         finally:
             # The run's kept parses live on (indexer.keep_parses): out of the collector's passes.
             freeze_long_lived_objects()
+
+    async def ImportGraph(
+        self,
+        request: indexer_pb2.ImportGraphRequest,
+        context: grpc.aio.ServicerContext[indexer_pb2.ImportGraphRequest, indexer_pb2.IndexProgress],
+    ) -> AsyncIterator[indexer_pb2.IndexProgress]:
+        validate_corpus_id(request.corpus_id)
+        root = await committed_root(self._pool, request.corpus_id)
+        if root is None:
+            raise RequestError(
+                grpc.StatusCode.NOT_FOUND,
+                f"corpus {request.corpus_id!r} not found: index its documents (IndexCorpus)"
+                " before importing a graph",
+            )
+        graph = await asyncio.to_thread(read_graph, request)
+        async for event in self._pipeline.run(
+            request.corpus_id, root, GraphImport(graph, request.source or "import")
+        ):
+            yield event
 
     async def DeleteCorpus(
         self,
@@ -80,10 +100,30 @@ class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
         )
 
 
+# ImportGraph's request holds the whole file: a 10k-node, 30k-edge graph is about 5 MB of JSON Lines.
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+
+def read_graph(request: indexer_pb2.ImportGraphRequest) -> ImportedGraph:
+    """The request's graph, validated; INVALID_ARGUMENT names the field, the line and what is wrong."""
+    csv = request.format == indexer_pb2.GRAPH_FORMAT_CSV
+    if not request.content.strip():
+        raise invalid("content: empty; a graph needs at least one node")
+    if request.edges and not csv:
+        raise invalid("edges: only for format GRAPH_FORMAT_CSV (JSON Lines holds nodes and edges in content)")
+    try:
+        if csv:
+            return read_csv(request.content, request.edges)
+        return read_jsonl(request.content)
+    except GraphImportError as err:
+        raise invalid(f"{'' if csv else 'content '}{err}") from None
+
+
 async def build(res: Resources) -> ServiceSpec:
     embedder = await asyncio.to_thread(res.embedder)
     servicer = IndexerServicer(res.cfg, await res.pool(), res.graph(), embedder)
     return ServiceSpec(
         full_name=indexer_pb2.DESCRIPTOR.services_by_name["Indexer"].full_name,
         register=lambda server: indexer_pb2_grpc.add_IndexerServicer_to_server(servicer, server),
+        max_request_bytes=MAX_IMPORT_BYTES,
     )

@@ -374,6 +374,18 @@ async def test_delete_files(store: GraphStore, corpus: str) -> None:
     assert await store.delete_files(corpus, ["models.py"]) == 0
 
 
+async def test_entities_of_no_file_are_found_by_the_empty_path(store: GraphStore, corpus: str) -> None:
+    """Named and imported entities have no file; the generation writer diffs them by path ""."""
+    await load_graph(store, corpus)
+    free = ent(corpus, "n1", "Dell", type_="organization", qualified_name="Dell", file_path="")
+    imported = Entity("chasca", corpus, "character", "恰斯卡", "恰斯卡", "", 0, 0, "", aliases=("Chasca",))
+    imported = replace(imported, properties='{"region": "纳塔"}')
+    await store.upsert_entities(corpus, [replace(free, chunk_id=""), imported])
+    found = await store.entities_in_files(corpus, ["", "util.py"])
+    assert [e.entity_id for e in found] == ["chasca", "d", "n1"]
+    assert found[0] == imported  # the properties come back as written
+
+
 async def test_delete_corpus_and_isolation(store: GraphStore) -> None:
     first, second = new_corpus_id(), new_corpus_id()
     try:

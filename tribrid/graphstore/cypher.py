@@ -51,7 +51,7 @@ ENTITY_FIELDS = (
     "e.qualified_name AS qualified_name, e.file_path AS file_path, "
     "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id, e.aliases AS aliases"
 )
-ENTITY_COLUMNS = f"{ENTITY_FIELDS}, e.unresolved AS unresolved"
+ENTITY_COLUMNS = f"{ENTITY_FIELDS}, e.unresolved AS unresolved, e.properties AS properties"
 
 
 def upsert_entities(entity_type: str) -> str:
@@ -173,6 +173,15 @@ LIMIT $batch
 ENTITIES_IN_FILES = f"""
 UNWIND $file_paths AS path
 MATCH (e:Entity {{corpus_id: $corpus_id, file_path: path}})
+RETURN {ENTITY_COLUMNS}
+"""
+
+# Entities of no file (named and imported entities). Not `file_path: ''`: FalkorDB's index on
+# file_path never matches the empty string (4.16), so that lookup found none and the generation
+# writer kept every named entity a re-index had dropped.
+FREE_ENTITIES = f"""
+MATCH (e:Entity {{corpus_id: $corpus_id}})
+WHERE size(e.file_path) = 0
 RETURN {ENTITY_COLUMNS}
 """
 

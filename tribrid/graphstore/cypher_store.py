@@ -49,6 +49,7 @@ def _entity_row(key: str, entity: Entity) -> Row:
         "aliases": list(entity.aliases),
         "aliases_lower": [alias.lower() for alias in entity.aliases],
         "aliases_text": " | ".join(entity.aliases),
+        "properties": entity.properties,
     }
 
 
@@ -64,6 +65,8 @@ def relation_properties(relation: Relation) -> Row:
         props["strength"] = relation.strength
     if relation.similarity:
         props["similarity"] = relation.similarity
+    if relation.properties:
+        props["properties"] = relation.properties
     return props
 
 
@@ -79,6 +82,7 @@ def relation_from_row(source: str, label: str, target: str, props: Mapping[str, 
         count=int(props.get("count", 0)),
         strength=float(props.get("strength", 0.0)),
         similarity=float(props.get("similarity", 0.0)),
+        properties=str(props.get("properties", "")),
     )
 
 
@@ -95,6 +99,7 @@ def _entity_from_row(row: Row) -> Entity:
         chunk_id=str(row["chunk_id"]),
         unresolved=tuple(row.get("unresolved") or ()),
         aliases=tuple(row.get("aliases") or ()),
+        properties=str(row.get("properties") or ""),
     )
 
 
@@ -232,8 +237,12 @@ class CypherGraphStore(ABC):
 
     async def entities_in_files(self, corpus_id: str, file_paths: Sequence[str]) -> list[Entity]:
         check_corpus_id(corpus_id)
-        paths = [path for path in dict.fromkeys(file_paths) if "\x00" not in path]
+        paths = [path for path in dict.fromkeys(file_paths) if "\x00" not in path and path]
         found: dict[str, Entity] = {}
+        if "" in file_paths:
+            for row in await self._read(corpus_id, cypher.FREE_ENTITIES):
+                entity = _entity_from_row(row)
+                found[entity.entity_id] = entity
         for batch in batches(paths, self._batch_size):
             for row in await self._read(corpus_id, cypher.ENTITIES_IN_FILES, file_paths=list(batch)):
                 entity = _entity_from_row(row)

@@ -149,6 +149,19 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN,
                            ALTER COLUMN signature_embedding SET STORAGE MAIN;
         """,
+        # A curated graph a user imported (services/indexer/graph_import.py), validated, by the
+        # generation that brought it: a run builds its graph from the newest import up to its own
+        # generation, so an import appears with the commit of its generation and later runs keep it.
+        """
+        CREATE TABLE graph_imports (
+            corpus_id text NOT NULL REFERENCES corpora ON DELETE CASCADE,
+            generation bigint NOT NULL,
+            source text NOT NULL,
+            graph jsonb NOT NULL,
+            imported_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (corpus_id, generation)
+        );
+        """,
     ]
 
 
