@@ -58,6 +58,8 @@ class Entity:
     aliases: tuple[str, ...] = ()
     # An imported node's own properties, as canonical JSON ("" for none).
     properties: str = ""
+    # A node of the graph the user imported (services/indexer/graph_import.py).
+    imported: bool = False
 
 
 PROPERTY_DECIMALS = 6

@@ -692,11 +692,12 @@ def _location(file_path: str, start_line: int, end_line: int) -> str:
 
 
 def _edge_text(edge: common_pb2.EdgeProperties) -> str:
-    """An edge's properties that are set, e.g. "count=3" or "strength=0.8"."""
+    """An edge's properties that are set, e.g. "count=3", "strength=0.8" or an import's "role=scout"."""
     parts = [f"count={edge.count}"] if edge.count else []
     parts += [f"strength={edge.strength:g}"] if edge.strength else []
     parts += [f"similarity={edge.similarity:g}"] if edge.similarity else []
     parts += [f"inferred, confidence={edge.confidence:.2f}"] if edge.inferred else []
+    parts += [f"{name}={value}" for name, value in sorted(json_format.MessageToDict(edge.attributes).items())]
     return ", ".join(parts)
 
 

@@ -77,6 +77,10 @@ def query_recognizer(recognizer: EntityRecognizer) -> QueryEntities:
 
 
 MENTIONS, RELATED_TO, SIMILAR_TO = "mentions", "related_to", "similar_to"
+RELATED_TO_TYPE = RELATED_TO
+# What a seed's neighbour (over RELATED_TO or a typed relation) adds to a chunk that names it too,
+# against 1 for a seed: a chunk naming a person and their faction is likelier to state the relation.
+NEIGHBOUR_EVIDENCE = 0.5
 # Names a query may spell out in up to this many words ("Dell Technologies", "Round Rock Texas").
 MAX_NAME_WORDS = 4
 # A fulltext (prefix) lookup only for capitalized words at least this long: the proper nouns of a
@@ -100,6 +104,9 @@ class DocumentSettings:
     # The edge kinds walked (a request naming its relationship types narrows them): without
     # MENTIONS no chunk is reached from an entity, nor an entity from a chunk.
     relationship_types: frozenset[str] = frozenset(DOCUMENT_RELATIONSHIP_TYPES)
+    # Entity-to-entity types whose neighbours of a seed count as evidence in a search's chunks:
+    # RELATED_TO and an imported graph's typed relations (member_of, ...).
+    entity_relations: tuple[str, ...] = (RELATED_TO_TYPE,)
 
     @classmethod
     def of(
@@ -108,6 +115,7 @@ class DocumentSettings:
         named_types: Iterable[str],
         max_depth: int | None = None,
         relationship_types: Iterable[str] = DOCUMENT_RELATIONSHIP_TYPES,
+        typed_relations: Iterable[str] = (),
     ) -> DocumentSettings:
         return cls(
             named_types=sorted(set(named_types)),
@@ -119,6 +127,7 @@ class DocumentSettings:
             max_fanout=cfg.max_fanout,
             max_visited=cfg.max_visited,
             relationship_types=frozenset(relationship_types) & frozenset(DOCUMENT_RELATIONSHIP_TYPES),
+            entity_relations=(RELATED_TO_TYPE, *sorted(set(typed_relations))),
         )
 
 
@@ -162,16 +171,20 @@ async def find_document_seeds(
     query: str,
     settings: DocumentSettings,
     recognized: Sequence[str] = (),
+    linked: Sequence[str] = (),
 ) -> list[tuple[Entity, float]]:
-    """The named entities a question names, best first (then id), at most max_seeds: its word runs
-    and the names NER `recognized` in it matched exactly (name or alias: 1.0), and its capitalized
-    words by fulltext prefix (0.7 when the name starts with the word, 0.4 when another of its
-    words does: "Dell" -> "Michael Dell"). A seed's score multiplies its paths' values."""
+    """The named entities a question names, best first (then id), at most max_seeds: those whose
+    name or alias the question holds (`linked` ids, any script), its word runs and the names NER
+    `recognized` in it matched exactly (name or alias: 1.0), and its capitalized words by fulltext
+    prefix (0.7 when the name starts with the word, 0.4 when another of its words does: "Dell" ->
+    "Michael Dell"). A seed's score multiplies its paths' values."""
     if not settings.named_types:
         return []
     exact_terms, prefix_words = query_terms(query)
     types, limit = settings.named_types, settings.max_seeds
-    found = await reader.find_seeds(key, [*exact_terms, *recognized], types, limit, fulltext=False)
+    named = await reader.get_entities(key, list(linked), with_unresolved=False) if linked else []
+    found = [(entity, 1.0) for entity in named if entity.type in types]
+    found += await reader.find_seeds(key, [*exact_terms, *recognized], types, limit, fulltext=False)
     if prefix_words:
         found += await reader.find_seeds(key, prefix_words, types, limit, fuzzy=False)
     best: dict[str, tuple[Entity, float]] = {}
@@ -362,7 +375,7 @@ def _display(entity: Entity | None, node_id: str) -> str:
 
 
 def provenance(
-    reached: Reached, names: Mapping[str, Entity], seed: str, match: str
+    reached: Reached, names: Mapping[str, Entity], seed: str, match: str, imported: bool = False
 ) -> tuple[str, common_pb2.GraphProvenance]:
     """A reached chunk's detail line and provenance (`seed`: what the path started from)."""
     path = reached.path
@@ -376,6 +389,7 @@ def provenance(
         seed_match=match,
         edges=[edge_properties(r) for r in path.relations],
         graph_score=reached.score,
+        seed_imported=imported,
     )
 
 
@@ -404,6 +418,67 @@ async def _result(
     return GraphResult(chunks, provenance_by_chunk)
 
 
+async def _add_evidence(
+    reader: GraphView,
+    key: str,
+    settings: DocumentSettings,
+    seeds: Sequence[tuple[Entity, float]],
+    reached: dict[str, Reached],
+) -> None:
+    """Raise each chunk that names a seed to the sum of the evidence it names: every seed it
+    mentions (its seed score) and, when the walk may go two steps, every neighbour of a seed over
+    RELATED_TO (at least `related_min_strength`) or a typed relation (NEIGHBOUR_EVIDENCE x the
+    edge's value x the seed's score). A chunk naming two of the question's entities, or one and
+    its organisation, ranks above one naming one; a question naming one entity and nothing related
+    is ranked as the walk ranked it. A request that narrows the walk's types narrows this too.
+    Every chunk of a seed is read: one the walk did not reach (past `max_fanout`) joins when it
+    names two of them, so the chunk that names both is found however often each is named elsewhere."""
+    if MENTIONS not in settings.relationship_types:
+        return
+    walked = [t for t in settings.entity_relations if t != RELATED_TO or t in settings.relationship_types]
+    weight = {entity.entity_id: score for entity, score in seeds}
+    seed_ids = sorted(weight)
+    is_seed = frozenset(seed_ids)
+    related: list[list[Relation]] = []
+    if settings.max_depth >= 2 and walked:  # a neighbour's chunks are two steps from the seed
+        related = await asyncio.gather(
+            *(reader.relations_of(key, seed_ids, walked, d) for d in ("out", "in"))
+        )
+    for relation, (near, far) in (
+        (r, ends)
+        for found in related
+        for r in found
+        for ends in ((r.source_id, r.target_id), (r.target_id, r.source_id))
+    ):
+        if relation.type == RELATED_TO and relation.strength < settings.related_min_strength:
+            continue
+        if near in is_seed and far not in is_seed:
+            weight[far] = max(weight.get(far, 0.0), NEIGHBOUR_EVIDENCE * _edge_value(relation) * weight[near])
+    mentions = await reader.relations_of(key, sorted(weight), [MENTIONS], "in")
+    named: dict[str, dict[str, Relation]] = {}
+    for mention in mentions:
+        named.setdefault(mention.source_id, {})[mention.target_id] = mention
+    origin = {entity.entity_id: rank for rank, (entity, _) in enumerate(seeds)}
+    penalty = settings.hop_penalty[0]
+    for chunk_id, by_entity in named.items():
+        held = [e for e in seed_ids if e in by_entity]
+        if not held:
+            continue
+        score = penalty * sum(weight[e] for e in by_entity)
+        current = reached.get(chunk_id)
+        if current is None and len(by_entity) < 2:
+            continue  # one name only: the walk's `max_fanout` chose among those chunks
+        if current is not None and current.score >= score:
+            continue
+        first = min(held, key=lambda e: origin[e])
+        path = (
+            current.path
+            if current is not None
+            else Path(origin[first], (first, chunk_id), (by_entity[first],), weight[first], 1)
+        )
+        reached[chunk_id] = Reached(chunk_id, path, score)
+
+
 async def document_search(
     reader: GraphView,
     pool: asyncpg.Pool,
@@ -411,10 +486,12 @@ async def document_search(
     params: SearchParams,
     settings: DocumentSettings,
     recognized: Sequence[str] = (),
+    linked: Sequence[str] = (),
 ) -> GraphResult:
     """The chunks the question's named entities lead to (see the module docstring), best first.
-    `recognized`: the entity names NER found in the question."""
-    seeds = await find_document_seeds(reader, key, params.query, settings, recognized)
+    `recognized`: the entity names NER found in the question; `linked`: the ids of the entities
+    whose name or alias it holds."""
+    seeds = await find_document_seeds(reader, key, params.query, settings, recognized, linked)
     if not seeds:
         return GraphResult([], {})
     walk = _Walk(reader, key, settings, settings.max_depth)
@@ -423,12 +500,14 @@ async def document_search(
         for rank, (entity, score) in enumerate(seeds)
     }
     await walk.run(starts, {}, 1, chunk_steps=False)
+    await _add_evidence(reader, key, settings, seeds, walk.chunks)
     seed_of = [entity for entity, _ in seeds]
     match_of = [seed_match(score) for _, score in seeds]
 
     def explain(reached: Reached, names: Mapping[str, Entity]) -> tuple[str, common_pb2.GraphProvenance]:
         origin = reached.path.origin
-        return provenance(reached, names, seed_of[origin].name, match_of[origin])
+        seed = seed_of[origin]
+        return provenance(reached, names, seed.name, match_of[origin], seed.imported)
 
     return await _result(
         reader,

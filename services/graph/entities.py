@@ -289,6 +289,42 @@ async def walk_relations(
     return found
 
 
+# EntitySearch's name for two entities named in one chunk (no stored edge: read from MENTIONS).
+CO_MENTIONED = "co_mentioned"
+# The chunks listed per co-mention.
+_CO_MENTION_CHUNKS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class CoMention:
+    target: Entity
+    chunks: int  # how many chunks name both
+    chunk_ids: tuple[str, ...]  # the first of them: most mentions of the two first, then id
+
+
+async def co_mentions(reader: GraphView, key: str, start: Entity, linked: set[str]) -> list[CoMention]:
+    """The named entities that share a chunk with `start` and are not in `linked`, most shared
+    chunks first (then id). RELATED_TO needs two names together in `related_min_chunks` chunks; one
+    chunk that names both is a relation stated once, and this is how it is found."""
+    mentions = await reader.relations_of(key, [start.entity_id], ["mentions"], "in")
+    own = {m.source_id: m.count for m in mentions}
+    together: dict[str, list[tuple[int, str]]] = {}
+    for m in await reader.relations_of(key, sorted(own), ["mentions"], "out"):
+        if m.target_id != start.entity_id and m.target_id not in linked:
+            together.setdefault(m.target_id, []).append((-(own[m.source_id] + m.count), m.source_id))
+    entities = {
+        e.entity_id: e for e in await reader.get_entities(key, sorted(together), with_unresolved=False)
+    }
+    found = [
+        CoMention(
+            entities[eid], len(chunks), tuple(chunk for _, chunk in sorted(chunks)[:_CO_MENTION_CHUNKS])
+        )
+        for eid, chunks in together.items()
+        if eid in entities and is_named(entities[eid])
+    ]
+    return sorted(found, key=lambda c: (-c.chunks, c.target.entity_id))
+
+
 async def entity_search(
     reader: GraphView,
     key: str,
@@ -296,29 +332,49 @@ async def entity_search(
     relationship_types: Sequence[str],
     max_hops: int,
     limit: int,
+    with_co_mentions: bool = True,
 ) -> graph_pb2.EntitySearchResponse:
-    found = await walk_relations(reader, key, start, relationship_types, max_hops)
+    """Relations of `start` (walk_relations), then its co-mentions when asked and it is named."""
+    found = (
+        await walk_relations(reader, key, start, relationship_types, max_hops) if relationship_types else []
+    )
+    co: list[CoMention] = []
+    if with_co_mentions and is_named(start):
+        linked = {f.target.entity_id for f in found}
+        co = await co_mentions(reader, key, start, linked)
     shown = found[:limit]
-    targets = [f.target for f in shown]
+    shown_co = co[: max(0, limit - len(shown))]
+    targets = [f.target for f in shown] + [c.target for c in shown_co]
     described = await describe(reader, key, targets)
     ids = [start.entity_id, *(f.source.entity_id for f in shown), *(e.entity_id for e in targets)]
     communities = await reader.community_of(key, ids)
-    return graph_pb2.EntitySearchResponse(
-        entity=graph_entity(start, communities.get(start.entity_id, -1)),
-        relations=[
-            graph_pb2.EntityRelation(
-                source=graph_entity(f.source, communities.get(f.source.entity_id, -1)),
-                relation=f.relation.type,
-                direction=f.direction,
-                target=graph_entity(f.target, communities.get(f.target.entity_id, -1)),
-                description=described[f.target.entity_id],
-                properties=edge_properties(f.relation),
-                hops=f.hops,
-            )
-            for f in shown
-        ],
-        total=len(found),
-    )
+    origin = graph_entity(start, communities.get(start.entity_id, -1))
+    relations = [
+        graph_pb2.EntityRelation(
+            source=graph_entity(f.source, communities.get(f.source.entity_id, -1)),
+            relation=f.relation.type,
+            direction=f.direction,
+            target=graph_entity(f.target, communities.get(f.target.entity_id, -1)),
+            description=described[f.target.entity_id],
+            properties=edge_properties(f.relation),
+            hops=f.hops,
+        )
+        for f in shown
+    ]
+    relations += [
+        graph_pb2.EntityRelation(
+            source=origin,
+            relation=CO_MENTIONED,
+            direction="both",
+            target=graph_entity(c.target, communities.get(c.target.entity_id, -1)),
+            description=described[c.target.entity_id],
+            properties=common_pb2.EdgeProperties(count=c.chunks),
+            hops=1,
+            chunk_ids=list(c.chunk_ids),
+        )
+        for c in shown_co
+    ]
+    return graph_pb2.EntitySearchResponse(entity=origin, relations=relations, total=len(found) + len(co))
 
 
 # --- chunks -------------------------------------------------------------------------------------

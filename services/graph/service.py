@@ -38,6 +38,7 @@ from tribrid.config import (
     LimitsConfig,
 )
 from tribrid.corpus_profile import CorpusProfiles
+from tribrid.entity_linking import EntityLinker, KnownEntity
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import (
     CypherFailed,
@@ -134,6 +135,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._kinds: PerGraph[GraphKinds] = PerGraph(cfg.snapshot_max_graphs)
         # The entity and relationship types a graph holds (an imported graph brings its own).
         self._types: PerGraph[entities.GraphTypes] = PerGraph(cfg.snapshot_max_graphs)
+        # The names and aliases of a graph's named entities, to find them in questions in any script.
+        self._linkers: PerGraph[EntityLinker] = PerGraph(cfg.snapshot_max_graphs)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
@@ -174,6 +177,20 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _imported_types(self, key: str, life: str) -> list[str]:
         """An imported graph's relationship types in this graph (member_of, ...), sorted."""
         return list((await self._graph_types(key, life)).imported_relations)
+
+    async def _named_in(self, key: str, life: str, query: str) -> list[str]:
+        """The named entities whose name or alias the question holds (entity ids, most often named
+        first, then id): the same matching as the indexer's linking of chunks, so a Chinese
+        question finds 恰斯卡 where word lookups find nothing."""
+
+        async def load() -> EntityLinker:
+            free = await self._store.entities_in_files(key, [""])
+            known = [KnownEntity(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
+            return await asyncio.to_thread(EntityLinker, known)
+
+        linker = await self._linkers.get(key, life, load)
+        found = linker.mentions(query)
+        return sorted(found, key=lambda entity_id: (-found[entity_id], entity_id))
 
     async def _recognized(self, query: str) -> list[str]:
         """The entity names NER finds in a question (the model loads on first use, off the loop)."""
@@ -225,9 +242,16 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             )
         if kinds.documents:
             walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
-            documents = DocumentSettings.of(cfg, self._named_types, relationship_types=walked)
+            types = await self._graph_types(key, life)
+            named = sorted(set(self._named_types) | set(types.named))
+            documents = DocumentSettings.of(
+                cfg, named, relationship_types=walked, typed_relations=types.imported_relations
+            )
             recognized = await self._recognized(params.query)
-            in_documents = await document_search(reader, self._pool, key, params, documents, recognized)
+            linked = await self._named_in(key, life, params.query)
+            in_documents = await document_search(
+                reader, self._pool, key, params, documents, recognized, linked
+            )
             found = merge_results(found, in_documents, params.top_k)
         return await self._response(
             params.corpus_id, found.chunks, started, request.include_content, found.provenance
@@ -377,13 +401,23 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             "limit", request.limit or entities.DEFAULT_SEARCH_LIMIT, 1, entities.MAX_SEARCH_LIMIT
         )
         key, life = await self._graph(request.corpus_id)
-        rel_types = (
-            [_relationship_type(request.relation, "relation")]
-            if request.relation
-            else [*entities.ENTITY_RELATION_TYPES, *await self._imported_types(key, life)]
-        )
+        relation = _relationship_type(request.relation, "relation") if request.relation else ""
+        if relation == entities.CO_MENTIONED:
+            rel_types = []
+        elif relation:
+            rel_types = [relation]
+        else:
+            rel_types = [*entities.ENTITY_RELATION_TYPES, *await self._imported_types(key, life)]
         entity = await self._resolve(key, life, request.entity, "entity")
-        return await entities.entity_search(self._reader(key, life), key, entity, rel_types, max_hops, limit)
+        return await entities.entity_search(
+            self._reader(key, life),
+            key,
+            entity,
+            rel_types,
+            max_hops,
+            limit,
+            with_co_mentions=relation in ("", entities.CO_MENTIONED),
+        )
 
     async def ChunkEntities(
         self,

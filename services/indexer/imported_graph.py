@@ -14,10 +14,10 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping
 
-from services.indexer.entity_linking import EntityLinker, KnownEntity
 from services.indexer.graph_import import ImportedGraph
 from services.indexer.named_entities import DocumentGraph, normalize_name, related_edges
 from tribrid.config import EntitiesConfig
+from tribrid.entity_linking import EntityLinker, KnownEntity
 from tribrid.models import Entity, Relation
 
 MENTIONS = "mentions"
@@ -48,6 +48,7 @@ def imported_entities(corpus_id: str, graph: ImportedGraph) -> list[Entity]:
             chunk_id="",
             aliases=tuple(sorted(set(node.aliases) - {node.name})),
             properties=_properties(node.properties),
+            imported=True,
         )
         for node in sorted(graph.nodes, key=lambda n: n.id)
     ]

@@ -25,7 +25,7 @@ async def test_entity_search_in_the_cli(stack: Stack, doc_corpus: str) -> None:
     ]
     code, out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus)
     assert code == 0, err
-    assert "Dell Technologies: 2 relations" in out and "strength=0.8" in out
+    assert "Dell Technologies: 3 relations" in out and "strength=0.8" in out and "co_mentioned" in out
     code, _out, err = await cli(stack, "graph", "entity", "dell", "--corpus", doc_corpus, "--max-hops", "4")
     assert code == 1 and "INVALID_ARGUMENT" in err and "max_hops: must be between 1 and 3" in err
 

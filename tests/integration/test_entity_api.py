@@ -154,12 +154,15 @@ def relation_rows(reply: graph_pb2.EntitySearchResponse) -> list[tuple[int, str,
 async def test_entity_search_by_name_and_alias(stack: Stack, doc_corpus: str, name: str) -> None:
     reply = await entity_search(stack, doc_corpus, name)
     assert reply.entity.entity_id == "e-dell" and list(reply.entity.aliases) == ["Dell"]
-    assert reply.total == 2
+    assert reply.total == 3
     assert relation_rows(reply) == [
         (1, "e-dell", "related_to", "out", "e-michael", 0.6),
         (1, "e-dell", "related_to", "out", "e-texas", 0.8),
+        # named with Dell once (c3), related by no stored edge: a relation stated once
+        (1, "e-dell", "co_mentioned", "both", "e-austin", 0.0),
     ]
-    michael, texas = reply.relations
+    michael, texas, austin = reply.relations
+    assert (austin.properties.count, list(austin.chunk_ids)) == (1, ["c3"])
     assert (michael.target.type, texas.target.type) == ("person", "location")
     assert michael.description == "person mentioned 2 times in 1 chunk of 1 document"
     assert texas.description == "location mentioned 3 times in 2 chunks of 2 documents"
@@ -395,7 +398,7 @@ async def test_the_hatch_refuses_writes(stack: Stack, doc_corpus: str, query: st
     reply = await call(
         stack, "EntitySearch", graph_pb2.EntitySearchRequest(corpus_id=doc_corpus, entity=ref("dell"))
     )
-    assert reply.total == 2  # nothing changed
+    assert reply.total == 3  # nothing changed (two RELATED_TO, one co-mention)
 
 
 async def test_the_hatch_stops_at_its_timeout(stack: Stack, doc_corpus: str) -> None:

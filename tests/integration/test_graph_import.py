@@ -178,6 +178,41 @@ async def test_names_and_aliases_are_linked_in_chinese_and_accented_text(
     assert set(await chunk_files("花羽会")) == {"natlan.md"}
 
 
+async def test_a_relation_stated_once_is_found_as_a_co_mention(stack: Stack, imported: object) -> None:
+    """zurich.md names Zürich and Chasca together once: no RELATED_TO (it needs two chunks), but
+    EntitySearch lists the pair as co-mentioned, with the chunk; pairs a stored edge links are not."""
+    search = await graph_call(
+        stack,
+        "EntitySearch",
+        graph_pb2.EntitySearchRequest(corpus_id=CORPUS, entity=graph_pb2.EntityRef(name="Zürich")),
+    )
+    assert isinstance(search, graph_pb2.EntitySearchResponse)
+    assert [(r.relation, r.target.entity_id, r.properties.count) for r in search.relations] == [
+        ("co_mentioned", "chasca", 1)
+    ]
+    (chunk,) = search.relations[0].chunk_ids
+    entities = await graph_call(
+        stack, "ChunkEntities", graph_pb2.ChunkEntitiesRequest(corpus_id=CORPUS, chunk_id=chunk)
+    )
+    assert {e.entity_id for e in entities.mentions} == {"chasca", "zurich"}  # type: ignore[attr-defined]
+    chasca = await graph_call(
+        stack,
+        "EntitySearch",
+        graph_pb2.EntitySearchRequest(corpus_id=CORPUS, entity=graph_pb2.EntityRef(entity_id="chasca")),
+    )
+    relations = [(r.relation, r.target.entity_id) for r in chasca.relations]  # type: ignore[attr-defined]
+    assert ("co_mentioned", "zurich") in relations
+    assert ("co_mentioned", "ifa") not in relations and ("friend_of", "ifa") in relations
+    only = await graph_call(
+        stack,
+        "EntitySearch",
+        graph_pb2.EntitySearchRequest(
+            corpus_id=CORPUS, entity=graph_pb2.EntityRef(entity_id="chasca"), relation="CO_MENTIONED"
+        ),
+    )
+    assert {r.relation for r in only.relations} == {"co_mentioned"}  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("name", "nearest"),
     [("Flower", "花羽会"), ("Chasco", "恰斯卡"), ("Zurich", "Zürich")],  # a start of an alias, one edit

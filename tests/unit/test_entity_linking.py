@@ -1,4 +1,4 @@
-"""Known entities found in chunk texts (services.indexer.entity_linking): CJK without word
+"""Known entities found in chunk texts (tribrid.entity_linking): CJK without word
 boundaries, Latin on token boundaries, case and accent folding, longest match first, shared
 aliases, and folds that change the length."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.indexer.entity_linking import EntityLinker, KnownEntity
+from tribrid.entity_linking import EntityLinker, KnownEntity
 
 CHASCA = KnownEntity("chasca", ("恰斯卡", "Chasca"))
 FLOWER_FEATHER = KnownEntity("flower-feather", ("花羽会",))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.fusion.fuse import Fused, Ranked, cap_per_file, confidence, normalize_scores, rrf, weighted
-from services.fusion.gateway import FusionPlan, confident_weights, plan
+from services.fusion.gateway import FusionPlan, confident_weights, entity_plan, plan
 from tribrid.config import FusionConfig
 from tribrid.corpus_profile import CorpusProfile
 from tribrid.v1 import (
@@ -182,3 +182,24 @@ def test_max_chunks_per_file() -> None:
     assert [f.item_id for f in cap_per_file(items, file_of, 1)] == ["a1", "b1", "c1"]
     assert [f.item_id for f in cap_per_file(items, file_of, 2)] == ["a1", "a2", "b1", "b2", "c1"]
     assert [f.item_id for f in cap_per_file(items, file_of, 0)] == [f.item_id for f in items]
+
+
+def _graph_match(seed: str, imported: bool, match: str = "exact") -> common_pb2.ChunkMatch:
+    provenance = common_pb2.GraphProvenance(seed_entity=seed, seed_match=match, seed_imported=imported)
+    return common_pb2.ChunkMatch(chunk_id=f"c-{seed}", explain=[common_pb2.LegExplain(graph=provenance)])
+
+
+def test_a_question_naming_imported_entities_of_a_document_corpus_gets_the_entity_weights() -> None:
+    request = common_pb2.SearchRequest(corpus_id="c", query="which faction does Zhuge Liang serve")
+    documents = CorpusProfile(1, 10, 10)  # all prose: the graph's kind weight is scaled to 0
+    natural = plan(FusionConfig(), request, documents)
+    assert natural.code_scaled and natural.weights["graph"] == 0.0
+    named = entity_plan(natural, [_graph_match("Zhuge Liang", imported=True)])
+    assert named.weights == pytest.approx({"vector": 1 / 3, "sparse": 1 / 3, "graph": 1 / 3})
+    assert "Zhuge Liang" in named.weights_reason and named.confidence_scaled
+    # a recogniser's entity, a prefix match, no graph answer, or a code corpus: the plan as it was
+    assert entity_plan(natural, [_graph_match("Perl", imported=False)]) is natural
+    assert entity_plan(natural, [_graph_match("Zhuge", imported=True, match="prefix")]) is natural
+    assert entity_plan(natural, None) is natural
+    code = plan(FusionConfig(), request, CorpusProfile(1, 10, 0))
+    assert entity_plan(code, [_graph_match("Zhuge Liang", imported=True)]) is code

@@ -49,7 +49,8 @@ FUZZY_SCORE = 0.4  # any other fulltext hit: a word of the qualified name starts
 ENTITY_FIELDS = (
     "e.id AS id, e.corpus_id AS corpus_id, e.type AS type, e.name AS name, "
     "e.qualified_name AS qualified_name, e.file_path AS file_path, "
-    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id, e.aliases AS aliases"
+    "e.start_line AS start_line, e.end_line AS end_line, e.chunk_id AS chunk_id, e.aliases AS aliases, "
+    "e.imported AS imported"
 )
 ENTITY_COLUMNS = f"{ENTITY_FIELDS}, e.unresolved AS unresolved, e.properties AS properties"
 

@@ -50,6 +50,7 @@ def _entity_row(key: str, entity: Entity) -> Row:
         "aliases_lower": [alias.lower() for alias in entity.aliases],
         "aliases_text": " | ".join(entity.aliases),
         "properties": entity.properties,
+        "imported": entity.imported,
     }
 
 
@@ -100,6 +101,7 @@ def _entity_from_row(row: Row) -> Entity:
         unresolved=tuple(row.get("unresolved") or ()),
         aliases=tuple(row.get("aliases") or ()),
         properties=str(row.get("properties") or ""),
+        imported=bool(row.get("imported") or False),
     )
 
 
