@@ -97,6 +97,7 @@ class LegOutcome:
     matches: list[common_pb2.ChunkMatch] = field(default_factory=list)
     error: str = ""
     code: grpc.StatusCode | None = None
+    coverage: float = 0.0  # SearchResponse.coverage (0: not reported)
 
 
 _STATUS_NAMES = {
@@ -168,6 +169,7 @@ class LegClient:
             try:
                 response = await self._search(request, timeout=budget_s)
                 outcome.matches = list(response.matches)
+                outcome.coverage = response.coverage
             except grpc.aio.AioRpcError as err:
                 _failed(outcome, err)
             outcome.latency_ms = (time.perf_counter() - started) * 1000
@@ -297,20 +299,33 @@ def entity_plan(fusion_plan: FusionPlan, graph: Sequence[common_pb2.ChunkMatch] 
 
 
 def confident_weights(
-    fusion_plan: FusionPlan, answered: Mapping[str, Sequence[float]], depth: int
+    fusion_plan: FusionPlan,
+    answered: Mapping[str, Sequence[float]],
+    depth: int,
+    coverage: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, float], str]:
     """The plan's weights times each answering leg's confidence (`fuse.confidence` of its scores
-    among the `depth` it was asked for) to `confidence_power`, normalized, and what was done; the
-    plan's own when it asks for no scaling or no leg stands out."""
+    among the `depth` it was asked for, times the share of the question it could read where it
+    says: `coverage`) to `confidence_power`, normalized, and what was done; the plan's own when it
+    asks for no scaling or no leg stands out."""
     weights = dict(fusion_plan.weights)
     if not fusion_plan.confidence_scaled:
         return weights, fusion_plan.weights_reason
     power = fusion_plan.cfg.confidence_power
-    conf = {leg: confidence(scores, depth) for leg, scores in answered.items() if weights.get(leg, 0.0) > 0}
+    read = {leg: share for leg, share in (coverage or {}).items() if 0 < share < 1}
+    conf = {
+        leg: confidence(scores, depth) * read.get(leg, 1.0)
+        for leg, scores in answered.items()
+        if weights.get(leg, 0.0) > 0
+    }
     scaled = {leg: weights[leg] * conf[leg] ** power for leg in conf}
     if sum(scaled.values()) <= 0:
         return weights, fusion_plan.weights_reason
-    said = ", ".join(f"{leg} {conf[leg]:.2f}" for leg in LEG_NAMES if leg in conf)
+    said = ", ".join(
+        f"{leg} {conf[leg]:.2f}" + (f" (reads {read[leg]:.0%} of the question)" if leg in read else "")
+        for leg in LEG_NAMES
+        if leg in conf
+    )
     reason = "; ".join(
         r
         for r in (fusion_plan.weights_reason, f"scaled by each leg's confidence (top score's z): {said}")
@@ -445,7 +460,10 @@ class Gateway:
         graph = answered.get("graph")
         fusion_plan = entity_plan(fusion_plan, graph.matches if graph is not None else None)
         weights, weights_reason = confident_weights(
-            fusion_plan, {leg: [m.score for m in o.matches] for leg, o in answered.items()}, top_k
+            fusion_plan,
+            {leg: [m.score for m in o.matches] for leg, o in answered.items()},
+            top_k,
+            {leg: o.coverage for leg, o in answered.items()},
         )
         fused = self._fuse(fusion_plan.cfg, weights, answered, technique_lists)
         if fusion_plan.lead_leg in answered:

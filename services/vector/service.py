@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import asyncpg
 import grpc
 
+from services.vector.coverage import Coverage, model_coverage
 from services.vector.search import IndexInfo, VectorResult, hnsw_index_info, session_settings, vector_search
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
@@ -30,14 +31,16 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         query_cache_size: int,
         pool_settings: Mapping[str, str] | None = None,
         query_prefix: str = "",
+        coverage: Coverage | None = None,
     ) -> None:
         """`pool_settings`: what the pool's connections start with (`search.session_settings`);
-        `query_prefix`: embedding.query_prefix."""
+        `query_prefix`: embedding.query_prefix; `coverage`: how much of a question the model reads."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
         self._pool_settings = pool_settings
         self._embedder = embedder
+        self._coverage = coverage
         self.batcher = QueryBatcher(
             embedder, cfg.query_batch_max, cfg.query_batch_wait_ms, cfg.query_queue_size
         )
@@ -86,7 +89,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
         result = await self.search(request)
-        return await leg_response(
+        response = await leg_response(
             self._pool,
             request.corpus_id,
             result.chunks,
@@ -94,6 +97,9 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
             started,
             request.include_content,
         )
+        if self._coverage is not None:
+            response.coverage = self._coverage.of(request.query)
+        return response
 
 
 async def build(res: Resources) -> ServiceSpec:
@@ -109,6 +115,7 @@ async def build(res: Resources) -> ServiceSpec:
         cfg.embedding.query_cache_size,
         settings,
         query_prefix=cfg.embedding.query_prefix,
+        coverage=await asyncio.to_thread(model_coverage, cfg.embedding),
     )
     return ServiceSpec(
         full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,

@@ -199,7 +199,9 @@ async def test_a_search_leaves_the_pools_settings_as_they_were(
             result = await vector_search(
                 pool, scan(stack.cfg.vector, 37), params(glob=glob), vectors[3], pool_settings=settings
             )
-            assert result.statements == 2 and result.chunks
+            # 3 when the HNSW scan finds too few under the filter and the exact scan follows: the
+            # index's levels are random, so which happens can change from one build to the next
+            assert result.statements in (2, 3) and result.chunks
             assert await pool.fetchval("SHOW hnsw.ef_search") == settings["hnsw.ef_search"] != "37"
             assert await pool.fetchval("SHOW hnsw.max_scan_tuples") == settings["hnsw.max_scan_tuples"]
     finally:

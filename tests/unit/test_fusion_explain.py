@@ -7,7 +7,8 @@ import pytest
 
 from services.fusion.fuse import Fused, Ranked, cap_per_file, confidence, normalize_scores, rrf, weighted
 from services.fusion.gateway import FusionPlan, confident_weights, entity_plan, plan
-from tribrid.config import FusionConfig
+from services.vector.coverage import model_coverage
+from tribrid.config import EmbeddingConfig, FusionConfig
 from tribrid.corpus_profile import CorpusProfile
 from tribrid.v1 import (
     common_pb2,
@@ -203,3 +204,24 @@ def test_a_question_naming_imported_entities_of_a_document_corpus_gets_the_entit
     assert entity_plan(natural, None) is natural
     code = plan(FusionConfig(), request, CorpusProfile(1, 10, 0))
     assert entity_plan(code, [_graph_match("Zhuge Liang", imported=True)]) is code
+
+
+def test_a_leg_that_reads_part_of_the_question_is_trusted_as_much_less() -> None:
+    flat = [5.0 - 0.1 * i for i in range(30)]
+    natural = _natural_plan()
+    scores = {"vector": flat, "sparse": flat}
+    whole, _ = confident_weights(natural, scores, 30, {"vector": 1.0})
+    assert whole == confident_weights(natural, scores, 30)[0]  # 1.0 and unreported are the same
+    half, reason = confident_weights(natural, scores, 30, {"vector": 0.5, "sparse": 0.0})
+    # the vector leg's confidence halves, its weight (confidence squared) falls to a quarter
+    ratio = (half["vector"] / half["sparse"]) / (whole["vector"] / whole["sparse"])
+    assert ratio == pytest.approx(0.25) and "reads 50% of the question" in reason
+
+
+def test_the_model_reads_english_whole_and_chinese_in_part() -> None:
+    coverage = model_coverage(EmbeddingConfig())
+    assert coverage is not None
+    assert coverage.of("Which company was d'Artagnan admitted to as a cadet?") == 1.0
+    # 林 家 的 女 and the full-width question mark are known: 5 of 10 pieces
+    assert coverage.of("林黛玉是哪家的女儿\N{FULLWIDTH QUESTION MARK}") == pytest.approx(0.5)
+    assert model_coverage(EmbeddingConfig(provider="openai")) is None
