@@ -112,7 +112,7 @@ reader: install
 	$(PY) -m evaluation.question_examples
 	$(PY) -m evaluation.reader_model
 
-.PHONY: eval eval-expansion eval-sets eval-sets-langs fusion-lab load
+.PHONY: eval eval-entities eval-expansion eval-sets eval-sets-langs fusion-lab load
 
 # Retrieval quality per leg and fused on ast-derived query sets (evals/sets/; see evals/README.md).
 # SETS="docstring identifier" / LEGS="sparse fusion" to narrow it down.
@@ -132,6 +132,11 @@ eval-sets: install
 # Graph expansion's effect on the document sets (bench/bench_expansion.py): fused with and without
 # it (both placements), nDCG@10 and R@20, the questions it changed; writes evals/results/expansion-*.
 # SETS="faq-sed" / PLACEMENTS="append" to narrow it down.
+# The entity sets (evals/entities/): index the two novels, import their graphs, then each leg and
+# the gateway with the graph on and off, by split (tune / held_out).
+eval-entities: serve
+	$(PY) -m evaluation.entity_sets
+
 eval-expansion: serve
 	$(PY) -m bench.bench_expansion $(if $(SETS),--sets $(SETS),) $(if $(PLACEMENTS),--placements $(PLACEMENTS),)
 
