@@ -385,15 +385,25 @@ async def entity_chunks(
 ) -> list[ScoredChunk]:
     """The chunks of an entity, best first: the chunks that mention a named entity (score = the
     mention count; then by chunk id), a document's chunks (in reading order), or the chunk that
-    holds a code entity (or is the chunk)."""
+    holds a code entity (or is the chunk), then the document chunks that name it."""
     if entity.chunk_id:
         rows = await fetch_chunks(pool, corpus_id, [entity.chunk_id])
-        return [ScoredChunk(row, 1.0, f"entity={entity.qualified_name}") for row in rows.values()]
+        own = [ScoredChunk(row, 1.0, f"entity={entity.qualified_name}") for row in rows.values()]
+        return own + (await _mentioning(reader, pool, corpus_id, key, entity, limit - len(own)))
     if entity.type == "document":
         contained = await reader.relations_of(key, [entity.entity_id], ["contains"], "out")
         rows = await fetch_chunks(pool, corpus_id, [r.target_id for r in contained])
         ordered = sorted(rows.values(), key=lambda row: (row.start_line, row.chunk_id))[:limit]
         return [ScoredChunk(row, 1.0, f"document={entity.qualified_name}") for row in ordered]
+    return await _mentioning(reader, pool, corpus_id, key, entity, limit)
+
+
+async def _mentioning(
+    reader: GraphView, pool: asyncpg.Pool, corpus_id: str, key: str, entity: Entity, limit: int
+) -> list[ScoredChunk]:
+    """The chunks that MENTION an entity, most mentions first (score = the count), then id."""
+    if limit <= 0:
+        return []
     mentions = await reader.relations_of(key, [entity.entity_id], ["mentions"], "in")
     by_count = sorted(mentions, key=lambda r: (-r.count, r.source_id))[:limit]
     rows = await fetch_chunks(pool, corpus_id, [r.source_id for r in by_count])

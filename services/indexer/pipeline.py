@@ -29,6 +29,7 @@ import numpy as np
 
 from services.indexer import graph_writer
 from services.indexer.chunker import chunk_file
+from services.indexer.code_mentions import code_mentions
 from services.indexer.communities import detect_communities
 from services.indexer.document_graph import chunk_vectors, document_chunks, document_nodes, similar_chunks
 from services.indexer.entity_cache import recognize_cached
@@ -455,7 +456,7 @@ class IndexPipeline:
             )
         with counts.timed("document_graph"):
             document_entities, document_relations = await self._document_graph(
-                corpus_id, base + 1, parsed, counts
+                corpus_id, base + 1, parsed, counts, entities
             )
             entities += document_entities
             relations += document_relations
@@ -507,10 +508,11 @@ class IndexPipeline:
         yield counts.event("done", done=True)
 
     async def _document_graph(
-        self, corpus_id: str, generation: int, parsed: _Parsed, counts: _Counts
+        self, corpus_id: str, generation: int, parsed: _Parsed, counts: _Counts, code: list[Entity]
     ) -> tuple[list[Entity], list[Relation]]:
         """The document graph of the generation being built: document and chunk nodes, CONTAINS
-        and SIMILAR_TO edges, and the named entities with MENTIONS and RELATED_TO."""
+        and SIMILAR_TO edges, the named entities with MENTIONS and RELATED_TO, an imported graph,
+        and MENTIONS of the `code` definitions the documents name."""
         chunks = document_chunks(parsed.chunks_by_file)
         imported = await load_graph_import(self._pool, corpus_id, generation)
         if not chunks and imported is None:
@@ -545,6 +547,10 @@ class IndexPipeline:
             counts.linked_mentions = sum(len(found) for found in linked.values())
         entities += named.entities
         relations += named.mentions + named.related + named.typed
+        if code and chunks:
+            with counts.timed("linking"):
+                texts = {c.chunk_id: c.content for c in chunks}
+                relations += await asyncio.to_thread(code_mentions, code, texts)
         return entities, relations
 
     async def _parse_and_embed(

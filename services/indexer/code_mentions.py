@@ -1,0 +1,65 @@
+"""Documentation linked to the code it names: a document chunk that writes `Context.invoke`,
+`invoke()` or `BaseCommand` MENTIONS that definition, so the graph reaches the docs from the code
+and the code from the docs (EntityChunks, ChunkEntities, expansion).
+
+The forms a definition is named by in prose, each kept only when it names one definition of the
+corpus (`get()` of ten classes names none of them):
+- the last two parts of its qualified name, `Context.invoke` or `core.main` (and with `()`);
+- its name with parentheses, `invoke()`, for functions and methods;
+- its bare name when that cannot be an English word: two capitals or more (`BaseCommand`,
+  `HTTPServer`) or an underscore (`parse_args`). Matching is case-blind (tribrid.entity_linking),
+  so `Context` alone would match every "context" of the prose.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+from tribrid.entity_linking import EntityLinker, KnownEntity
+from tribrid.models import Entity, Relation
+
+MENTIONS = "mentions"
+NAMED_KINDS = frozenset({"function", "class"})
+
+
+def _distinctive(name: str) -> bool:
+    return "_" in name.strip("_") or sum(c.isupper() for c in name) >= 2
+
+
+def surface_forms(entity: Entity) -> set[str]:
+    """How prose names a definition (before the ambiguity cut)."""
+    parts = entity.qualified_name.split(".")
+    forms: set[str] = set()
+    if len(parts) >= 2:
+        dotted = f"{parts[-2]}.{parts[-1]}"
+        forms |= {dotted, f"{dotted}()"}
+    if entity.type == "function":
+        forms.add(f"{entity.name}()")
+    if _distinctive(entity.name):
+        forms.add(entity.name)
+    return forms
+
+
+def code_linker(entities: Iterable[Entity]) -> EntityLinker:
+    """A linker over the definitions' forms that name exactly one definition."""
+    owners: dict[str, set[str]] = defaultdict(set)
+    for entity in entities:
+        if entity.type in NAMED_KINDS and entity.name:
+            for form in surface_forms(entity):
+                owners[form.casefold()].add(entity.entity_id)
+    forms: dict[str, list[str]] = defaultdict(list)
+    for form, ids in sorted(owners.items()):
+        if len(ids) == 1:
+            forms[next(iter(ids))].append(form)
+    return EntityLinker(KnownEntity(entity_id, tuple(names)) for entity_id, names in sorted(forms.items()))
+
+
+def code_mentions(entities: Iterable[Entity], texts: Mapping[str, str]) -> list[Relation]:
+    """MENTIONS from each document chunk (id -> text) to the definitions it names, with counts."""
+    linked = code_linker(entities).link(texts)
+    return [
+        Relation(chunk_id, entity_id, MENTIONS, count=count)
+        for chunk_id, found in sorted(linked.items())
+        for entity_id, count in sorted(found.items())
+    ]

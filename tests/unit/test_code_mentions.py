@@ -1,0 +1,42 @@
+"""Documentation chunks linked to the definitions they name (no stores)."""
+
+from __future__ import annotations
+
+from services.indexer.code_mentions import code_mentions, surface_forms
+from tribrid.models import Entity
+
+
+def definition(entity_id: str, kind: str, qualified_name: str) -> Entity:
+    name = qualified_name.rsplit(".", 1)[-1]
+    return Entity(entity_id, "c", kind, name, qualified_name, "shop/cart.py", 1, 9, f"chunk-{entity_id}")
+
+
+DEFINITIONS = [
+    definition("cart", "class", "shop.cart.Cart"),
+    definition("total", "function", "shop.cart.Cart.total_price"),
+    definition("get-a", "function", "shop.cart.Cart.get"),
+    definition("get-b", "function", "shop.store.Store.get"),
+    definition("base", "class", "shop.base.BaseCommand"),
+    definition("mod", "module", "shop.cart"),
+]
+
+
+def test_prose_names_a_definition_by_its_dotted_tail_its_call_or_a_name_no_word_has() -> None:
+    assert surface_forms(DEFINITIONS[1]) == {
+        "Cart.total_price",
+        "Cart.total_price()",
+        "total_price()",
+        "total_price",
+    }
+    assert surface_forms(DEFINITIONS[0]) == {"cart.Cart", "cart.Cart()"}  # "Cart" alone is a word
+    assert "BaseCommand" in surface_forms(DEFINITIONS[4])
+
+
+def test_a_document_chunk_mentions_the_definitions_it_names_and_no_ambiguous_one() -> None:
+    texts = {
+        "doc-1": "Call `Cart.total_price` after adding items; total_price() rounds. Subclass BaseCommand.",
+        "doc-2": "Use get() to read a value.",  # get(): two definitions, so neither
+        "doc-3": "The context of the cart.",  # plain words name nothing
+    }
+    found = {(r.source_id, r.target_id, r.count) for r in code_mentions(DEFINITIONS, texts)}
+    assert found == {("doc-1", "total", 2), ("doc-1", "base", 1)}
