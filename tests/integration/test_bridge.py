@@ -3,6 +3,7 @@ direct gRPC answers, field-name styles, query and path parameters, status mappin
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from collections.abc import AsyncIterator
@@ -251,6 +252,22 @@ async def test_corpora_index_and_delete(stack: Stack, client: httpx.AsyncClient,
             assert s.status_code == 200 and s.headers["content-type"].startswith("application/x-ndjson")
             events = [json.loads(line) async for line in s.aiter_lines() if line]
         assert events and events[-1]["done"] and all("phase" in e for e in events)
+        # a curated graph over HTTP: the file base64-encoded, progress as for /v1/index; a bad line is a 400
+        lines = [
+            {"id": "ada", "type": "person", "name": "Ada"},
+            {"id": "acme", "type": "organization", "name": "ACME"},
+            {"source": "ada", "relation": "MEMBER_OF", "target": "acme", "properties": {"role": "founder"}},
+        ]
+        graph = "\n".join(json.dumps(line) for line in lines)
+        imported = await client.post(
+            f"/v1/corpora/{corpus}/graph", json={"content": base64.b64encode(graph.encode()).decode()}
+        )
+        assert imported.status_code == 200, imported.text
+        assert (imported.json()["importedNodes"], imported.json()["importedEdges"]) == (2, 1)
+        broken = await client.post(
+            f"/v1/corpora/{corpus}/graph", json={"content": base64.b64encode(b'{"id": "x"}').decode()}
+        )
+        assert broken.status_code == 400 and "content line 1: type" in broken.json()["message"]
         missing = await client.post("/v1/index", json={"corpusId": corpus, "path": str(tmp_path / "nope")})
         assert missing.status_code in (400, 404) and missing.json()["code"] in (
             "INVALID_ARGUMENT",
