@@ -37,7 +37,6 @@ from bench.procstack import free_port
 from bench.report import write_report
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
-from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
 from tribrid.config import (
     GenerationConfig,
@@ -46,6 +45,7 @@ from tribrid.config import (
     TechniqueRegistry,
     load_config,
 )
+from tribrid.generation import GenerationClient
 from tribrid.legs import LEGS
 from tribrid.resources import Resources
 from tribrid.stores import embedded

@@ -675,6 +675,9 @@ class EntitiesConfig(_Section):
     related_min_chunks: int = Field(2, ge=1, le=1_000)
     related_floor: float = Field(0.1, ge=0.0, le=1.0)
     related_top_n: int = Field(20, ge=1, le=1_000)
+    # Typed relations read out of document chunks by the `generation` model
+    # (services/indexer/relation_extraction.py): off by default; needs generation.base_url.
+    extract_relations: bool = False
 
 
 Scope = Literal["search", "index", "admin"]
@@ -751,6 +754,14 @@ class TriBridConfig(BaseSettings):
     def _absolute_state_dir(cls, value: Path) -> Path:
         # every process and the stores it starts agree on one folder, whatever their working directory
         return value.expanduser().absolute()
+
+    @model_validator(mode="after")
+    def _extraction_has_a_model(self) -> TriBridConfig:
+        if self.entities.extract_relations and not self.generation.configured:
+            raise ValueError(
+                "entities.extract_relations reads relations with a model: set generation.base_url"
+            )
+        return self
 
     @model_validator(mode="after")
     def _default_techniques_can_run(self) -> TriBridConfig:

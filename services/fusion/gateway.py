@@ -34,11 +34,11 @@ from services.fusion.fuse import (
     rrf,
     weighted,
 )
-from services.fusion.generation import GenerationClient
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import auth, telemetry, tls
 from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
+from tribrid.generation import GenerationClient
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
 from tribrid.options import RequestError, invalid, merge_options, option_values
 from tribrid.question import Reading, read

@@ -7,7 +7,7 @@ import asyncio
 import grpc
 
 from services.fusion.gateway import Gateway
-from services.fusion.generation import GenerationClient
+from tribrid.generation import GenerationClient
 from tribrid.question import learned
 from tribrid.resources import Resources
 from tribrid.server import ServiceSpec

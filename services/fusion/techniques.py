@@ -24,7 +24,6 @@ from typing import ClassVar, Protocol
 
 import grpc
 
-from services.fusion.generation import GenerationClient, GenerationError
 from tribrid import telemetry
 from tribrid.config import (
     DOCUMENT_LANGUAGES,
@@ -34,6 +33,7 @@ from tribrid.config import (
     MultiQuerySettings,
     TechniqueSettings,
 )
+from tribrid.generation import GenerationClient, GenerationError
 from tribrid.options import RequestError
 from tribrid.v1 import common_pb2, fusion_pb2
 

@@ -57,9 +57,11 @@ from services.indexer.pg_writer import (
     write_chunks,
 )
 from services.indexer.python_graph import FileGraph
+from services.indexer.relation_extraction import Extraction, extract_relations
 from services.indexer.walker import Skipped, SourceFile, walk_corpus
 from tribrid.config import TriBridConfig
 from tribrid.embedding import Embedder
+from tribrid.generation import GenerationClient
 from tribrid.graphstore import GraphStore
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Chunk, Entity, Relation
@@ -126,6 +128,8 @@ class _Counts:
     imported_nodes: int = 0
     imported_edges: int = 0
     linked_mentions: int = 0
+    extracted_relations: int = 0
+    extraction_failures: int = 0
     generation: int = 0
     syntax_errors: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
@@ -166,6 +170,8 @@ class _Counts:
             imported_nodes=self.imported_nodes,
             imported_edges=self.imported_edges,
             linked_mentions=self.linked_mentions,
+            extracted_relations=self.extracted_relations,
+            extraction_failures=self.extraction_failures,
         )
 
 
@@ -354,6 +360,8 @@ class IndexPipeline:
         self._recognizer = EntityRecognizer(cfg.entities)
         # corpus -> the last parse of each of its files (indexer.keep_parses)
         self._parses: dict[str, ParseCache] = {}
+        # the model that reads relations out of chunks (entities.extract_relations)
+        self._extractor = GenerationClient(cfg.generation) if cfg.entities.extract_relations else None
 
     def forget(self, corpus_id: str) -> None:
         """Drop what this process keeps of a corpus (after DeleteCorpus)."""
@@ -545,6 +553,17 @@ class IndexPipeline:
                 named = merge_imported(corpus_id, imported, named, linked, self._cfg.entities)
             counts.imported_nodes, counts.imported_edges = len(imported.nodes), len(imported.edges)
             counts.linked_mentions = sum(len(found) for found in linked.values())
+        if self._extractor is not None and chunks:
+            with counts.timed("extraction"):
+                extracted = await self._extract(named, {c.chunk_id: c.content for c in chunks})
+            counts.extracted_relations, counts.extraction_failures = (
+                len(extracted.relations),
+                extracted.failed,
+            )
+            curated = {(r.source_id, r.type, r.target_id) for r in named.typed}
+            named.typed += [
+                r for r in extracted.relations if (r.source_id, r.type, r.target_id) not in curated
+            ]
         entities += named.entities
         relations += named.mentions + named.related + named.typed
         if code and chunks:
@@ -552,6 +571,15 @@ class IndexPipeline:
                 texts = {c.chunk_id: c.content for c in chunks}
                 relations += await asyncio.to_thread(code_mentions, code, texts)
         return entities, relations
+
+    async def _extract(self, named: DocumentGraph, texts: dict[str, str]) -> Extraction:
+        """Relations the model reads out of the chunks between the entities each one mentions."""
+        assert self._extractor is not None
+        mentioned: dict[str, list[str]] = {}
+        for mention in named.mentions:
+            mentioned.setdefault(mention.source_id, []).append(mention.target_id)
+        names = {e.entity_id: (e.name, *e.aliases) for e in named.entities}
+        return await extract_relations(self._extractor, self._pool, texts, mentioned, names)
 
     async def _parse_and_embed(
         self,

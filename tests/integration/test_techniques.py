@@ -16,7 +16,6 @@ from pydantic import SecretStr
 
 from services.bridge.service import start_bridge
 from services.fusion.gateway import Gateway, LegClient
-from services.fusion.generation import GenerationClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
 from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack, collected_spans, fusion_options
 from tribrid.config import (
@@ -25,6 +24,7 @@ from tribrid.config import (
     MultiQuerySettings,
     TechniqueRegistry,
 )
+from tribrid.generation import GenerationClient
 from tribrid.legs import BY_VALUE, LEGS
 from tribrid.options import RequestError, set_option
 from tribrid.resources import Resources

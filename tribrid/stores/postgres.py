@@ -162,6 +162,16 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             PRIMARY KEY (corpus_id, generation)
         );
         """,
+        # Relations a generation model read out of a chunk text, by model (and prompt) and the
+        # text's SHA-1 (services/indexer/relation_extraction.py): a re-index asks only for new text.
+        """
+        CREATE TABLE extracted_relations (
+            model text NOT NULL,
+            text_sha1 bytea NOT NULL,
+            triples jsonb NOT NULL,
+            PRIMARY KEY (model, text_sha1)
+        );
+        """,
     ]
 
 
