@@ -45,10 +45,13 @@ class GraphImportError(ValueError):
     """A file that cannot be imported; the message names the line and the field."""
 
 
-def _type_name(value: str, what: str) -> str:
+def _type_name(value: str, what: str, reserved: frozenset[str]) -> str:
+    """A node or relation type, lower-cased; refused when not a type name or one of the indexer's."""
     name = value.strip().lower()
     if not _TYPE_NAME.match(name):
         raise ValueError(f"{what} {value!r} is not a type name (letters, digits and '_', 1..40)")
+    if name in reserved:
+        raise ValueError(f"{what} {name!r} is one the indexer writes itself; use another name")
     return name
 
 
@@ -64,10 +67,7 @@ class ImportedNode(BaseModel):
     @field_validator("type")
     @classmethod
     def _node_type(cls, value: str) -> str:
-        name = _type_name(value, "type")
-        if name in RESERVED_TYPES:
-            raise ValueError(f"type {name!r} is the indexer's own; use another name")
-        return name
+        return _type_name(value, "type", RESERVED_TYPES)
 
 
 class ImportedEdge(BaseModel):
@@ -81,10 +81,7 @@ class ImportedEdge(BaseModel):
     @field_validator("relation")
     @classmethod
     def _relation_type(cls, value: str) -> str:
-        name = _type_name(value, "relation")
-        if name in RESERVED_RELATIONS:
-            raise ValueError(f"relation {name!r} is one the indexer writes itself; use another name")
-        return name
+        return _type_name(value, "relation", RESERVED_RELATIONS)
 
 
 @dataclass(frozen=True, slots=True)
