@@ -49,7 +49,7 @@ import asyncpg
 
 from services.graph.entities import edge_properties
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
-from tribrid.config import DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
+from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import GraphView
 from tribrid.models import Entity, Relation
 from tribrid.ner import EntityRecognizer
@@ -78,6 +78,8 @@ def query_recognizer(recognizer: EntityRecognizer) -> QueryEntities:
 
 MENTIONS, RELATED_TO, SIMILAR_TO = "mentions", "related_to", "similar_to"
 RELATED_TO_TYPE = RELATED_TO
+# The step from a code chunk to a definition it holds (not a stored edge: Entity.chunk_id).
+DEFINES = "defines"
 # What a seed's neighbour (over RELATED_TO or a typed relation) adds to a chunk that names it too,
 # against 1 for a seed: a chunk naming a person and their faction is likelier to state the relation.
 NEIGHBOUR_EVIDENCE = 0.5
@@ -306,10 +308,18 @@ class _Walk:
         return [relation for relations in found for relation in relations]
 
     async def run(
-        self, entities: dict[str, Path], chunks: dict[str, Path], depth: int, *, chunk_steps: bool
+        self,
+        entities: dict[str, Path],
+        chunks: dict[str, Path],
+        depth: int,
+        *,
+        chunk_steps: bool,
+        defined: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Walk on from the entities and chunks reached at `depth` (chunks go on only with
-        `chunk_steps`: expansion), recording every chunk reached at depth >= 1."""
+        `chunk_steps`: expansion), recording every chunk reached at depth >= 1. `defined`: the
+        code definitions each start chunk holds, entered from it like the entities it mentions
+        (the docs that name them are one step on)."""
         settings = self._settings
         for node, path in {**entities, **chunks}.items():
             self._best_value[node] = max(self._best_value.get(node, 0.0), path.value)
@@ -353,6 +363,11 @@ class _Walk:
                 for relation, entity_id in entities_of.get(chunk_id, ()):
                     self._admit(
                         next_entities, entity_id, chunks[chunk_id].then(relation, entity_id, 1.0, depth + 1)
+                    )
+                for entity_id in (defined or {}).get(chunk_id, ()) if depth == 0 else ():
+                    holds = Relation(chunk_id, entity_id, DEFINES)
+                    self._admit(
+                        next_entities, entity_id, chunks[chunk_id].then(holds, entity_id, 1.0, depth + 1)
                     )
             if not next_entities and not next_chunks:
                 return
@@ -537,7 +552,12 @@ async def document_expansion(
     path started from; hops is the depth."""
     walk = _Walk(reader, key, settings, max_depth)
     starts = {cid: Path(rank, (cid,), (), 1.0, 0) for rank, cid in enumerate(dict.fromkeys(chunk_ids))}
-    await walk.run({}, starts, 0, chunk_steps=True)
+    defined: dict[str, list[str]] = {}
+    if MENTIONS in settings.relationship_types:  # a code chunk's definitions, named by docs
+        for entity in await reader.entities_by_chunks(key, list(starts)):
+            if entity.type in CODE_ENTITY_TYPES and entity.entity_id not in starts:
+                defined.setdefault(entity.chunk_id, []).append(entity.entity_id)
+    await walk.run({}, starts, 0, chunk_steps=True, defined=defined)
     reached = {cid: r for cid, r in walk.chunks.items() if cid not in starts}
     start_ids = list(starts)
 

@@ -56,3 +56,23 @@ async def test_the_docs_that_name_a_definition_are_among_its_chunks(stack: Stack
     assert [m.file_path for m in discount.matches] == ["cart.py", "docs/usage.md"]
     assert "total_price" in {e.name for e in named.mentions}
     assert all(e.type == "function" for e in named.mentions if e.name in ("total_price", "apply_discount"))
+
+
+async def test_expansion_from_a_code_chunk_reaches_the_docs_that_name_its_definitions(
+    stack: Stack, corpus: str
+) -> None:
+    async with stack.channel("graph") as channel:
+        stub = graph_pb2_grpc.GraphSearchStub(channel)
+        total = await stub.EntityChunks(
+            graph_pb2.EntityChunksRequest(
+                corpus_id=corpus, entity=graph_pb2.EntityRef(name="Cart.total_price")
+            )
+        )
+        code_chunk = next(m.chunk_id for m in total.matches if m.file_path == "cart.py")
+        expanded = await stub.ExpandContext(
+            graph_pb2.ExpandContextRequest(corpus_id=corpus, chunk_ids=[code_chunk], max_hops=1)
+        )
+    # the code graph's own expansion adds the caller's chunk (apply_discount calls total_price)
+    docs = [m for m in expanded.matches if m.file_path == "docs/usage.md"]
+    assert docs and all(m.expansion_hops == 1 for m in docs)
+    assert list(docs[0].explain[0].graph.relationship_types) == ["defines", "mentions"]
