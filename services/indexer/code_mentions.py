@@ -5,7 +5,11 @@ and the code from the docs (EntityChunks, ChunkEntities, expansion).
 The forms a definition is named by in prose, each kept only when it names one definition of the
 corpus (`get()` of ten classes names none of them):
 - the last two parts of its qualified name, `Context.invoke` or `core.main` (and with `()`);
+- its package's name and its own, `click.echo` for `click.utils.echo`: how libraries document
+  what their package re-exports;
 - its name with parentheses, `invoke()`, for functions and methods;
+- its name in a code span, `` `echo` `` (Markdown, and reStructuredText roles such as
+  :func:`echo`): the writer marked it as code;
 - its bare name when that cannot be an English word: two capitals or more (`BaseCommand`,
   `HTTPServer`) or an underscore (`parse_args`). Matching is case-blind (tribrid.entity_linking),
   so `Context` alone would match every "context" of the prose.
@@ -30,9 +34,8 @@ def _distinctive(name: str) -> bool:
 def surface_forms(entity: Entity) -> set[str]:
     """How prose names a definition (before the ambiguity cut)."""
     parts = entity.qualified_name.split(".")
-    forms: set[str] = set()
-    if len(parts) >= 2:
-        dotted = f"{parts[-2]}.{parts[-1]}"
+    forms: set[str] = {f"`{entity.name}`"}
+    for dotted in {".".join(parts[-2:]), f"{parts[0]}.{parts[-1]}"} if len(parts) >= 2 else ():
         forms |= {dotted, f"{dotted}()"}
     if entity.type == "function":
         forms.add(f"{entity.name}()")

@@ -25,10 +25,14 @@ def test_prose_names_a_definition_by_its_dotted_tail_its_call_or_a_name_no_word_
     assert surface_forms(DEFINITIONS[1]) == {
         "Cart.total_price",
         "Cart.total_price()",
+        "shop.total_price",  # the package's re-export
+        "shop.total_price()",
         "total_price()",
+        "`total_price`",
         "total_price",
     }
-    assert surface_forms(DEFINITIONS[0]) == {"cart.Cart", "cart.Cart()"}  # "Cart" alone is a word
+    # "Cart" alone is a word; in a code span it is code
+    assert surface_forms(DEFINITIONS[0]) == {"cart.Cart", "cart.Cart()", "shop.Cart", "shop.Cart()", "`Cart`"}
     assert "BaseCommand" in surface_forms(DEFINITIONS[4])
 
 
@@ -36,7 +40,7 @@ def test_a_document_chunk_mentions_the_definitions_it_names_and_no_ambiguous_one
     texts = {
         "doc-1": "Call `Cart.total_price` after adding items; total_price() rounds. Subclass BaseCommand.",
         "doc-2": "Use get() to read a value.",  # get(): two definitions, so neither
-        "doc-3": "The context of the cart.",  # plain words name nothing
+        "doc-3": "The context of the cart; see :class:`Cart` and shop.Cart.",  # plain words name nothing
     }
     found = {(r.source_id, r.target_id, r.count) for r in code_mentions(DEFINITIONS, texts)}
-    assert found == {("doc-1", "total", 2), ("doc-1", "base", 1)}
+    assert found == {("doc-1", "total", 2), ("doc-1", "base", 1), ("doc-3", "cart", 2)}
