@@ -26,6 +26,9 @@ import regex
 _CONTINUOUS_SCRIPT = regex.compile(
     r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]"
 )
+# Korean writes its particles on the noun (서울에서 "in Seoul", 서울은): a name ending in Hangul
+# may be followed by more Hangul; its start still needs a boundary.
+_HANGUL = regex.compile(r"\p{scx=Hangul}")
 # Accents an unaccented spelling drops; not kana voicing marks or Indic vowel signs (a different
 # word without them)
 _DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
@@ -158,7 +161,7 @@ class EntityLinker:
             surface = _Surface(
                 length=len(spelling.encode()),
                 check_start=_kind(spelling[0]) is _Kind.SPACED,
-                check_end=_kind(spelling[-1]) is _Kind.SPACED,
+                check_end=_kind(spelling[-1]) is _Kind.SPACED and not _HANGUL.match(spelling[-1]),
                 entity_ids=tuple(ids),
             )
             self._automaton.add_word(_byte_chars(spelling.encode()), surface)

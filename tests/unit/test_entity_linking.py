@@ -118,3 +118,9 @@ def test_link_keeps_only_chunks_with_mentions() -> None:
         "c1": {"chasca": 1, "flower-feather": 1},
         "c3": {"dell": 1, "chasca": 1},
     }
+
+
+def test_a_korean_name_takes_the_particles_written_on_it() -> None:
+    linker = EntityLinker([KnownEntity("seoul", ("서울",))])
+    assert linker.mentions("서울에서 만나요. 서울은 크다.") == {"seoul": 2}  # "in Seoul", topic marker
+    assert linker.mentions("대서울 지역") == {}  # its start still needs a boundary
