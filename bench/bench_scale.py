@@ -54,7 +54,7 @@ from rich.table import Table
 
 from bench.bench_quick import pct, questions
 from bench.load import variant
-from bench.procstack import SERVICE_NAMES, ProcessStack, stack_config
+from bench.procstack import SERVICE_NAMES, ProcessStack, stack_config, vm_hwm_mb
 from bench.report import write_report
 from bench.server_cpu import cpu_seconds
 from evaluation import REPO_ROOT
@@ -164,14 +164,6 @@ def materialize(files: list[CorpusFile], root: Path) -> Path:
 
 
 # --- indexing ----------------------------------------------------------------------------------
-
-
-def vm_hwm_mb(pid: int) -> float:
-    """Peak resident set size of a live process in MiB (VmHWM of /proc/PID/status)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmHWM for pid {pid}")
 
 
 async def listed_chunks(stack: ProcessStack) -> int | None:

@@ -77,7 +77,6 @@ def query_recognizer(recognizer: EntityRecognizer) -> QueryEntities:
 
 
 MENTIONS, RELATED_TO, SIMILAR_TO = "mentions", "related_to", "similar_to"
-RELATED_TO_TYPE = RELATED_TO
 # The step from a code chunk to a definition it holds (not a stored edge: Entity.chunk_id).
 DEFINES = "defines"
 # What a seed's neighbour (over RELATED_TO or a typed relation) adds to a chunk that names it too,
@@ -108,7 +107,7 @@ class DocumentSettings:
     relationship_types: frozenset[str] = frozenset(DOCUMENT_RELATIONSHIP_TYPES)
     # Entity-to-entity types whose neighbours of a seed count as evidence in a search's chunks:
     # RELATED_TO and an imported graph's typed relations (member_of, ...).
-    entity_relations: tuple[str, ...] = (RELATED_TO_TYPE,)
+    entity_relations: tuple[str, ...] = (RELATED_TO,)
 
     @classmethod
     def of(
@@ -129,7 +128,7 @@ class DocumentSettings:
             max_fanout=cfg.max_fanout,
             max_visited=cfg.max_visited,
             relationship_types=frozenset(relationship_types) & frozenset(DOCUMENT_RELATIONSHIP_TYPES),
-            entity_relations=(RELATED_TO_TYPE, *sorted(set(typed_relations))),
+            entity_relations=(RELATED_TO, *sorted(set(typed_relations))),
         )
 
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+from services.indexer.named_entities import MENTIONS
 from tribrid.entity_linking import EntityLinker, KnownEntity
 from tribrid.models import Entity, Relation
 
-MENTIONS = "mentions"
 NAMED_KINDS = frozenset({"function", "class"})
 
 

@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
@@ -138,13 +138,10 @@ def read_jsonl(data: bytes) -> ImportedGraph:
             raise GraphImportError(f"line {number}: not JSON ({err.msg} at column {err.colno})") from err
         if not isinstance(item, dict):
             raise GraphImportError(f"line {number}: a node or an edge must be a JSON object")
-        try:
-            if "source" in item or "relation" in item:
-                edges.append((number, ImportedEdge.model_validate(item)))
-            else:
-                nodes.append((number, ImportedNode.model_validate(item)))
-        except ValidationError as err:
-            raise _first_error(number, err) from err
+        if "source" in item or "relation" in item:
+            edges.append((number, _validated(ImportedEdge, number, item)))
+        else:
+            nodes.append((number, _validated(ImportedNode, number, item)))
     return _checked(nodes, edges)
 
 
@@ -161,48 +158,38 @@ def _csv_rows(data: bytes, what: str, required: tuple[str, ...]) -> Iterator[tup
         yield reader.line_num, {k: (v or "").strip() for k, v in row.items()}
 
 
-def _properties(row: dict[str, str], columns: tuple[str, ...]) -> dict[str, Any]:
-    return {key: value for key, value in row.items() if key not in columns and value}
+NODE_COLUMNS = ("id", "type", "name", "aliases")
+EDGE_COLUMNS = ("source", "relation", "target")
+Item = TypeVar("Item", ImportedNode, ImportedEdge)
+
+
+def _validated(model: type[Item], number: int, data: object, file: str = "") -> Item:
+    """The line as a node or an edge; GraphImportError naming the file, line and field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise GraphImportError(f"{file}{_first_error(number, err)}") from err
+
+
+def _csv_item(row: dict[str, str], columns: tuple[str, ...]) -> dict[str, Any]:
+    """A CSV row as the JSON Lines object it stands for: its columns, the others as properties."""
+    item: dict[str, Any] = {key: row[key] for key in columns if key in row}
+    if "aliases" in item:
+        item["aliases"] = [a for a in item["aliases"].split(ALIAS_SEPARATOR) if a.strip()]
+    item["properties"] = {key: value for key, value in row.items() if key not in columns and value}
+    return item
 
 
 def read_csv(nodes_data: bytes, edges_data: bytes) -> ImportedGraph:
     """Nodes and edges from two CSV files; lines are numbered per file, the header is line 1."""
-    node_columns = ("id", "type", "name", "aliases")
-    edge_columns = ("source", "relation", "target")
-    nodes: list[tuple[int, ImportedNode]] = []
-    for number, row in _csv_rows(nodes_data, "nodes", node_columns[:3]):
-        aliases = [a for a in (row.get("aliases") or "").split(ALIAS_SEPARATOR) if a.strip()]
-        try:
-            nodes.append(
-                (
-                    number,
-                    ImportedNode(
-                        id=row["id"],
-                        type=row["type"],
-                        name=row["name"],
-                        aliases=tuple(aliases),
-                        properties=_properties(row, node_columns),
-                    ),
-                )
-            )
-        except ValidationError as err:
-            raise GraphImportError(f"nodes {_first_error(number, err)}") from err
-    edges: list[tuple[int, ImportedEdge]] = []
-    for number, row in _csv_rows(edges_data, "edges", edge_columns):
-        try:
-            edges.append(
-                (
-                    number,
-                    ImportedEdge(
-                        source=row["source"],
-                        relation=row["relation"],
-                        target=row["target"],
-                        properties=_properties(row, edge_columns),
-                    ),
-                )
-            )
-        except ValidationError as err:
-            raise GraphImportError(f"edges {_first_error(number, err)}") from err
+    nodes = [
+        (number, _validated(ImportedNode, number, _csv_item(row, NODE_COLUMNS), "nodes "))
+        for number, row in _csv_rows(nodes_data, "nodes", NODE_COLUMNS[:3])
+    ]
+    edges = [
+        (number, _validated(ImportedEdge, number, _csv_item(row, EDGE_COLUMNS), "edges "))
+        for number, row in _csv_rows(edges_data, "edges", EDGE_COLUMNS)
+    ]
     return _checked(nodes, edges, node_file="nodes ", edge_file="edges ")
 
 

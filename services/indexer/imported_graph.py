@@ -15,12 +15,10 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from services.indexer.graph_import import ImportedGraph
-from services.indexer.named_entities import DocumentGraph, normalize_name, related_edges
+from services.indexer.named_entities import MENTIONS, DocumentGraph, normalize_name, related_edges
 from tribrid.config import EntitiesConfig
 from tribrid.entity_linking import EntityLinker, KnownEntity
 from tribrid.models import Entity, Relation
-
-MENTIONS = "mentions"
 
 
 def _name_key(name: str) -> str:

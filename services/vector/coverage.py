@@ -6,7 +6,6 @@ question the model never saw. The gateway scales the vector leg's confidence by 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from tokenizers import Tokenizer
 
@@ -17,27 +16,27 @@ from tribrid.onnx_embedding import model_dir
 class Coverage:
     """The share of a text's word pieces (special tokens aside) that are not the unknown token."""
 
-    def __init__(self, folder: Path) -> None:
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._tokenizer.no_padding()  # the file pads to the model's length: count the text only
-        self._unknown = self._tokenizer.token_to_id("[UNK]")
+    def __init__(self, tokenizer: Tokenizer, unknown: int) -> None:
+        self._tokenizer = tokenizer
+        self._unknown = unknown
 
     @lru_cache(maxsize=4096)  # noqa: B019 - one instance per process, questions repeat
     def of(self, text: str) -> float:
-        encoding = self._tokenizer.encode(text, add_special_tokens=False)
-        if not encoding.ids or self._unknown is None:
+        ids = self._tokenizer.encode(text, add_special_tokens=False).ids
+        if not ids:
             return 1.0
-        unknown = sum(1 for token in encoding.ids if token == self._unknown)
-        return 1.0 - unknown / len(encoding.ids)
+        return 1.0 - sum(1 for token in ids if token == self._unknown) / len(ids)
 
 
 def model_coverage(cfg: EmbeddingConfig) -> Coverage | None:
-    """The local model's coverage; None for an endpoint or a model without a WordPiece vocabulary
-    (nothing to tell: its leg is taken as reading every question)."""
+    """The local model's coverage; None for an endpoint, or a model without a tokenizer file or
+    an unknown token (nothing to tell: its leg is taken as reading every question)."""
     if cfg.provider != "local":
         return None
-    folder = model_dir(cfg)
-    if not (folder / "tokenizer.json").is_file():
+    path = model_dir(cfg) / "tokenizer.json"
+    if not path.is_file():
         return None
-    coverage = Coverage(folder)
-    return coverage if coverage._unknown is not None else None
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()  # the file pads to the model's length: count the text only
+    unknown = tokenizer.token_to_id("[UNK]")
+    return None if unknown is None else Coverage(tokenizer, unknown)
