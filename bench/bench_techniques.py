@@ -1,11 +1,13 @@
-"""Query-technique benchmark: the gateway's added latency with HyDE and multi-query on, when the
-model answers at once (the cost of the mechanism: the HTTP call, the extra leg calls, embedding
-a new passage, fusing more lists) and when it hangs (bounded by the technique's budget).
+"""Query-technique and rerank benchmark: the gateway's added latency with HyDE, multi-query or the
+rerank stage on, when the model answers at once (the cost of the mechanism: the HTTP call, the
+extra leg calls, embedding a new passage, fusing more lists, reading the candidates' content) and
+when it hangs (bounded by the technique's or the stage's budget).
 
 Self-contained: embedded PostgreSQL and FalkorDB on free ports under --state-dir, every service
 in this process on ephemeral ports, a corpus indexed there (default: the installed `click`
-package), and the stand-in model of the tests (tests/chat_server.py: a real HTTP server speaking
-the OpenAI chat API) answering instantly with text made from the query. Every request gets
+package), and the stand-in models of the tests (tests/chat_server.py, tests/rerank_server.py:
+real HTTP servers speaking the OpenAI chat and /rerank APIs) answering instantly with text made
+from the query, and with scores that reverse the order. Every request gets
 new generated text (the model's cache is off), so the vector leg embeds each passage and
 variant, as it would with a real model. Queries run one at a time, the modes alternating.
 
@@ -37,11 +39,14 @@ from bench.procstack import free_port
 from bench.report import write_report
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
+from services.fusion.rerank import RerankClient
 from tests.chat_server import Reply, ScriptedChat, chat_server
+from tests.rerank_server import ScriptedReranker, rerank_server
 from tribrid.config import (
     GenerationConfig,
     HydeSettings,
     MultiQuerySettings,
+    RerankConfig,
     TechniqueRegistry,
     load_config,
 )
@@ -50,17 +55,20 @@ from tribrid.legs import LEGS
 from tribrid.resources import Resources
 from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, indexer_pb2_grpc
+from tribrid.v1.legs_pb2 import LEG_RERANK
 from tribridctl.compose import ALL_SERVICES, start_services
 
 RESULTS = REPO_ROOT / "bench" / "results"
 CORPUS = "bench-techniques"
 console = Console(width=max(Console().width, 120))
 
-MODES: dict[str, list[str]] = {
-    "off": [],
-    "hyde": ["hyde"],
-    "multi_query": ["multi_query"],
-    "hyde+multi_query": ["hyde", "multi_query"],
+# mode -> the techniques it runs, and whether the rerank stage reorders the top 20
+MODES: dict[str, tuple[list[str], bool]] = {
+    "off": ([], False),
+    "hyde": (["hyde"], False),
+    "multi_query": (["multi_query"], False),
+    "hyde+multi_query": (["hyde", "multi_query"], False),
+    "rerank": ([], True),
 }
 
 
@@ -76,6 +84,11 @@ def _instant(counter: itertools.count[int]) -> Any:
         return Reply(text=f'def answer_{n}():\n    """{query}."""\n    return handle("{query}")\n')
 
     return respond
+
+
+def _hang(chat: ScriptedChat, reranker: ScriptedReranker) -> None:
+    chat.respond = lambda prompt: Reply("hang")
+    reranker.behaviour = "hang"
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -96,22 +109,28 @@ async def _index(port: int, path: Path) -> None:
 
 
 async def _measure(
-    gateways: dict[str, Gateway], chat: ScriptedChat, rounds: int
+    gateways: dict[str, Gateway], rounds: int, budget_ms: int
 ) -> tuple[dict[str, list[float]], dict[str, dict[str, int]]]:
-    """Latency per mode (ms), and how the technique runs ended, by status name."""
+    """Latency per mode (ms), and how the technique and rerank runs ended, by status name."""
     took: dict[str, list[float]] = {mode: [] for mode in MODES}
     ended: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
     for _ in range(rounds):
         for query in click_corpus.QUERIES:
-            for mode, techniques in MODES.items():
+            for mode, (techniques, reranked) in MODES.items():
                 request = common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=10)
                 request.options.fusion.techniques.extend(techniques)
+                if reranked:
+                    request.options.fusion.enable_rerank = True
+                    request.options.fusion.rerank_timeout_ms = budget_ms
                 started = time.perf_counter()
-                reply = await gateways["off" if not techniques else "on"].search(request, remaining_s=30)
+                gateway = gateways["off" if mode == "off" else "on"]
+                reply = await gateway.search(request, remaining_s=30)
                 took[mode].append((time.perf_counter() - started) * 1000)
-                for report in reply.techniques:
-                    status = fusion_pb2.TechniqueStatus.Name(report.status).removeprefix("TECHNIQUE_STATUS_")
-                    ended[mode][status] = ended[mode].get(status, 0) + 1
+                statuses = [fusion_pb2.TechniqueStatus.Name(r.status) for r in reply.techniques]
+                statuses += [fusion_pb2.LegStatus.Name(r.status) for r in reply.legs if r.leg == LEG_RERANK]
+                for status in statuses:
+                    name = status.removeprefix("TECHNIQUE_STATUS_").removeprefix("LEG_STATUS_")
+                    ended[mode][name] = ended[mode].get(name, 0) + 1
     return took, ended
 
 
@@ -139,18 +158,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             multi_query=MultiQuerySettings(timeout_ms=args.budget_ms),
         )
         fcfg = cfg.fusion.model_copy(update={"technique_settings": registry})
-        async with chat_server() as chat:
+        async with chat_server() as chat, rerank_server() as reranker:
             generation = GenerationClient(GenerationConfig(base_url=chat.url, model="stand-in", cache_size=0))
+            rerank_client = RerankClient(RerankConfig(base_url=reranker.url, model="stand-in"))
             gateways = {
                 "off": Gateway(cfg.fusion, cfg.limits, legs, pool),
-                "on": Gateway(fcfg, cfg.limits, legs, pool, generation),
+                "on": Gateway(fcfg, cfg.limits, legs, pool, generation, rerank_client),
             }
             chat.respond = _instant(itertools.count())
-            await _measure(gateways, chat, 1)  # warm: the model, query embeddings, connections, plans
-            instant, instant_ended = await _measure(gateways, chat, args.rounds)
-            chat.respond = lambda prompt: Reply("hang")
-            hanging, hanging_ended = await _measure(gateways, chat, args.hang_rounds)
+            await _measure(gateways, 1, args.budget_ms)  # warm: the model, embeddings, connections, plans
+            instant, instant_ended = await _measure(gateways, args.rounds, args.budget_ms)
+            _hang(chat, reranker)
+            hanging, hanging_ended = await _measure(gateways, args.hang_rounds, args.budget_ms)
             await generation.close()
+            await rerank_client.close()
         for client in legs.values():
             await client.close()
     finally:
@@ -186,11 +207,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def show(result: dict[str, Any]) -> None:
     for case, title in (
         ("instant", "model answers at once: the mechanism's cost"),
-        ("hanging", f"model hangs: cut at the technique budget ({result['budget_ms']} ms)"),
+        ("hanging", f"model hangs: cut at the technique's or stage's budget ({result['budget_ms']} ms)"),
     ):
         table = Table(title=title)
-        for col in ("techniques", "n", "p50 ms", "p95 ms", "max ms", "added p50 ms", "technique runs"):
-            table.add_column(col, justify="left" if col in ("techniques", "technique runs") else "right")
+        for col in ("mode", "n", "p50 ms", "p95 ms", "max ms", "added p50 ms", "runs ended"):
+            table.add_column(col, justify="left" if col in ("mode", "runs ended") else "right")
         for mode, row in result[case].items():
             table.add_row(
                 mode,
@@ -231,7 +252,9 @@ def main() -> None:
     parser.add_argument("--path", default=str(default_path), help="directory to index (default: click)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds over the queries, model instant")
     parser.add_argument("--hang-rounds", type=int, default=1, help="rounds over the queries, model hanging")
-    parser.add_argument("--budget-ms", type=int, default=500, help="each technique's budget")
+    parser.add_argument(
+        "--budget-ms", type=int, default=500, help="each technique's and the rerank stage's budget"
+    )
     parser.add_argument("--state-dir", default="/tmp/tribrid-bench-techniques", help="stores' data")
     parser.add_argument("--fresh", action="store_true", help="drop the state dir (re-index)")
     args = parser.parse_args()

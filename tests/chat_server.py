@@ -78,10 +78,8 @@ class _Server(uvicorn.Server):
 
 
 @contextlib.asynccontextmanager
-async def chat_server() -> AsyncIterator[ScriptedChat]:
-    """A ScriptedChat served on 127.0.0.1 at a free port; `url` is its OpenAI base URL (…/v1)."""
-    chat = ScriptedChat()
-    app = Starlette(routes=[Route("/v1/chat/completions", chat._completions, methods=["POST"])])
+async def serve_app(app: Starlette) -> AsyncIterator[int]:
+    """`app` served on 127.0.0.1 at a free port (yielded) until the block ends."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
@@ -89,12 +87,23 @@ async def chat_server() -> AsyncIterator[ScriptedChat]:
     while not server.started:
         if task.done():
             await task
-            raise RuntimeError("the chat server stopped during start-up")
+            raise RuntimeError("the stand-in server stopped during start-up")
         await asyncio.sleep(0.01)
-    chat.url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
     try:
-        yield chat
+        yield int(sock.getsockname()[1])
     finally:
-        chat.release.set()
         server.should_exit = True
         await task
+
+
+@contextlib.asynccontextmanager
+async def chat_server() -> AsyncIterator[ScriptedChat]:
+    """A ScriptedChat served on 127.0.0.1 at a free port; `url` is its OpenAI base URL (…/v1)."""
+    chat = ScriptedChat()
+    app = Starlette(routes=[Route("/v1/chat/completions", chat._completions, methods=["POST"])])
+    async with serve_app(app) as port:
+        chat.url = f"http://127.0.0.1:{port}/v1"
+        try:
+            yield chat
+        finally:
+            chat.release.set()

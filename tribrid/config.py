@@ -7,6 +7,7 @@ Sources, highest priority first: constructor arguments, `TRIBRID_...` environmen
 
 from __future__ import annotations
 
+import math
 import os
 from itertools import pairwise
 from pathlib import Path
@@ -336,10 +337,21 @@ LegWeights = Annotated[dict[str, Annotated[float, Field(ge=0.0, le=1000.0)]], Af
 
 
 class LegFusion(_Section):
-    """One leg's switch and weight in the gateway."""
+    """One leg's switch, weight and score floor in the gateway."""
 
     enabled: bool = True
     weight: float = Field(1.0, ge=0.0, le=1000.0)
+    # Its matches scoring below this, on the leg's own scale, are left out of fusion (None: all
+    # kept); the range a leg's scores can take is checked in FusionConfig (LEG_SCORE_RANGES).
+    min_score: float | None = Field(None, allow_inf_nan=False)
+
+
+# The scores each leg answers with: cosine similarity; BM25 and the graph leg's scores, unbounded above.
+LEG_SCORE_RANGES: dict[str, tuple[float, float]] = {
+    "vector": (-1.0, 1.0),
+    "sparse": (0.0, math.inf),
+    "graph": (0.0, math.inf),
+}
 
 
 QueryKindName = Literal["structural", "identifier", "natural", "mixed"]
@@ -460,6 +472,28 @@ class GenerationConfig(_Section):
         return bool(self.base_url)
 
 
+class RerankConfig(_Section):
+    """The reranker the gateway's rerank stage calls: any endpoint speaking the common /rerank
+    shape ({model, query, documents, top_n} -> results [{index, relevance_score}]), as Cohere,
+    Jina, Hugging Face TEI, vLLM and Infinity serve it. No base_url: the stage is unavailable."""
+
+    # POSTed to base_url + "/rerank" (e.g. http://127.0.0.1:7997 for Infinity, …/v1 for vLLM)
+    base_url: str = ""
+    model: str = ""
+    api_key: SecretStr = SecretStr("")
+    # Per HTTP request; the stage's own budget (fusion.rerank_timeout_ms) cuts it shorter.
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    # Connection failures are retried by the HTTP transport (httpx), never answers.
+    max_retries: int = Field(1, ge=0, le=10)
+    # Each match is sent as its title line and content, cut to this many characters: cross-encoders
+    # read 512 tokens at most, and a long chunk would only cost transfer.
+    max_chars: int = Field(2000, ge=1, le=100_000)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+
 class FusionConfig(_Section):
     """The gateway's section; `FusionOptions` fields of a request are validated against it."""
 
@@ -527,9 +561,47 @@ class FusionConfig(_Section):
     expansion_placement: Literal["interleave", "append"] = "append"
     # The stage's own deadline; it is skipped when less than this remains of the caller's deadline.
     expansion_timeout_ms: int = Field(300, ge=1, le=600_000)
+    # Rerank stage after fusion (services/fusion/rerank.py): the top `rerank_candidates` fused
+    # matches (at least top_k) reordered by the `rerank` endpoint's relevance scores, under the
+    # stage's own budget inside the caller's deadline. A failure or timeout keeps the fused order.
+    enable_rerank: bool = False
+    rerank_candidates: int = Field(20, ge=1, le=200)
+    rerank_timeout_ms: int = Field(1000, ge=1, le=600_000)
+    # Fused matches scoring below this are dropped, before the rerank stage (None: all kept).
+    min_score: float | None = Field(None, allow_inf_nan=False)
     # Query techniques run for every request (a request's `techniques` replaces this list).
     techniques: Annotated[list[str], AfterValidator(_known_techniques)] = Field(default_factory=list)
     technique_settings: TechniqueRegistry = TechniqueRegistry()
+
+    @model_validator(mode="after")
+    def _floors_in_range(self) -> FusionConfig:
+        for name, leg in self.legs.items():
+            low, high = LEG_SCORE_RANGES.get(name, (-math.inf, math.inf))
+            if leg.min_score is not None and not low <= leg.min_score <= high:
+                raise ValueError(
+                    f"legs.{name}.min_score must be between {low} and {high} (the {name} leg's scores); "
+                    f"got {leg.min_score}"
+                )
+        if self.min_score is not None:
+            low, high = self.fused_score_range
+            if not low <= self.min_score <= high:
+                scale = "rrf" if self.method == "rrf" else f"weighted with {self.normalization}"
+                raise ValueError(
+                    f"min_score must be between {low} and {high} (fused scores of {scale}); "
+                    f"got {self.min_score}"
+                )
+        return self
+
+    @property
+    def fused_score_range(self) -> tuple[float, float]:
+        """What a fused score can be: the leg weights are normalized to sum 1."""
+        if self.method == "rrf":
+            return 0.0, 1.0 / (self.rrf_k + 1)  # first in every list
+        if self.normalization == "min_max":
+            return 0.0, 1.0
+        if self.normalization == "z_score":
+            return -3.0, 3.0  # each leg's z is clipped to +-3
+        return -math.inf, math.inf
 
     @model_validator(mode="after")
     def _some_leg_weighs(self) -> FusionConfig:
@@ -720,6 +792,9 @@ class TelemetryConfig(_Section):
     # token whose SHA-256 (hex) is metrics_token_sha256, or a token of `auth` with the admin scope.
     metrics_auth: bool = False
     metrics_token_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    # Where the bridge's console reads the gateway's /metrics (each leg's latency); empty = the
+    # bridge's own process, which holds them when the gateway runs in it (--single-process).
+    gateway_metrics_url: str = ""
     # Database spans for every asyncpg query (when tracing is on).
     instrument_asyncpg: bool = True
 
@@ -742,6 +817,7 @@ class TriBridConfig(BaseSettings):
     graph: GraphSearchConfig = GraphSearchConfig()
     fusion: FusionConfig = FusionConfig()
     generation: GenerationConfig = GenerationConfig()
+    rerank: RerankConfig = RerankConfig()
     limits: LimitsConfig = LimitsConfig()
     services: ServicesConfig = ServicesConfig()
     indexer: IndexerConfig = IndexerConfig()
@@ -761,6 +837,12 @@ class TriBridConfig(BaseSettings):
             raise ValueError(
                 "entities.extract_relations reads relations with a model: set generation.base_url"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _rerank_has_an_endpoint(self) -> TriBridConfig:
+        if self.fusion.enable_rerank and not self.rerank.configured:
+            raise ValueError("fusion.enable_rerank calls a reranker on every request: set rerank.base_url")
         return self
 
     @model_validator(mode="after")

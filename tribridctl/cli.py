@@ -426,7 +426,14 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
     table = Table(title=f"{query!r}: {len(reply.matches)} fused results ({method})")
     techniques = ("techniques",) if reply.techniques else ()
     expanded = ("expanded from",) if any(m.expanded for m in reply.matches) else ()
-    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *techniques, *expanded):
+    reranked = {
+        m.chunk_id: f"{e.raw_score:.3f} (fused #{e.fused_rank})"
+        for m in reply.matches
+        for e in m.explain
+        if e.leg == legs_pb2.LEG_RERANK
+    }
+    rerank = ("rerank",) if reranked else ()
+    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *techniques, *rerank, *expanded):
         table.add_column(col, justify="right" if col in ("#", "score") else "left")
     rank_of = {m.chunk_id: rank for rank, m in enumerate(reply.matches, start=1)}
     for rank, m in enumerate(reply.matches, start=1):
@@ -446,6 +453,7 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
             describe_match(m),
             *(legs.get(leg.value, "-") for leg in LEGS),
             *((found_by or "-",) if techniques else ()),
+            *((reranked.get(m.chunk_id, "-"),) if rerank else ()),
             *((expansion_origin(m, rank_of),) if expanded else ()),
         )
     console.print(table)

@@ -34,6 +34,7 @@ from services.fusion.fuse import (
     rrf,
     weighted,
 )
+from services.fusion.rerank import RerankClient, rerank
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import auth, telemetry, tls
 from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
@@ -359,14 +360,17 @@ class Gateway:
         legs: dict[str, LegClient],
         pool: asyncpg.Pool,
         generation: GenerationClient | None = None,
+        reranker: RerankClient | None = None,
     ) -> None:
         """`pool`: where the final matches' content is read, once per request; `generation`:
-        the model the query techniques call (None: they are unavailable)."""
+        the model the query techniques call (None: they are unavailable); `reranker`: the
+        rerank stage's endpoint (None: the stage is unavailable)."""
         self._cfg = cfg
         self._limits = limits
         self._legs = legs
         self._pool = pool
         self._generation = generation
+        self._reranker = reranker
         self._profiles = CorpusProfiles(pool)
         self._expander = next((client for client in legs.values() if client.expands), None)
 
@@ -378,14 +382,17 @@ class Gateway:
         services: ServicesConfig,
         pool: asyncpg.Pool,
         generation: GenerationClient | None = None,
+        reranker: RerankClient | None = None,
     ) -> Gateway:
         legs = {leg.name: LegClient(leg, services.address(leg.name), services) for leg in LEGS}
-        return cls(cfg, limits, legs, pool, generation)
+        return cls(cfg, limits, legs, pool, generation, reranker)
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._legs.values()))
         if self._generation is not None:
             await self._generation.close()
+        if self._reranker is not None:
+            await self._reranker.close()
 
     async def search(
         self, request: common_pb2.SearchRequest, remaining_s: float | None
@@ -421,6 +428,12 @@ class Gateway:
                 raise RequestError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline too short to query any leg")
         enabled = [leg for leg in LEG_NAMES if fusion_plan.enabled[leg]]
         chosen = techniques.requested(fcfg, self._generation)
+        if fcfg.enable_rerank and self._reranker is None:
+            raise RequestError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "fusion.enable_rerank needs a reranker: set rerank.base_url "
+                "(any /rerank endpoint: Cohere, Jina, TEI, vLLM, Infinity)",
+            )
         # Legs return more candidates than the fused answer needs: fusion works on their union.
         top_k = min(max(params.top_k, fcfg.candidates_per_leg), self._limits.max_top_k)
         # The original query's leg calls start now and never wait for a technique's model.
@@ -454,6 +467,7 @@ class Gateway:
             raise RequestError(grpc.StatusCode.UNAVAILABLE, f"no leg answered ({reasons})")
         results: list[TechniqueResult] = list(await asyncio.gather(*technique_tasks))
         technique_lists = [ranked for result in results for ranked in result.lists]
+        answered, technique_lists = _above_floors(fcfg, answered, technique_lists)
 
         merge_started = time.perf_counter()
         first_seen = _first_seen(answered, technique_lists)
@@ -476,9 +490,23 @@ class Gateway:
         fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)
         if reading.structural_intent in DEFINITION_INTENTS:
             fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
-        matches = self._to_matches(fused[: params.top_k], answered, first_seen, technique_lists)
+        if fcfg.min_score is not None:
+            fused = [item for item in fused if item.score >= fcfg.min_score]
+        window = max(params.top_k, fcfg.rerank_candidates) if fcfg.enable_rerank else params.top_k
+        matches = self._to_matches(fused[:window], answered, first_seen, technique_lists)
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
 
+        if fcfg.enable_rerank:
+            assert self._reranker is not None  # checked before the legs were called
+            await self._fill_content(request.corpus_id, matches, fcfg.leg_timeout_ms / 1000)
+            rerank_s = fcfg.rerank_timeout_ms / 1000
+            if remaining_s is not None:
+                rerank_s = min(
+                    rerank_s, remaining_s - (time.perf_counter() - started) - fcfg.merge_reserve_ms / 1000
+                )
+            report, matches = await rerank(self._reranker, params.query, matches, rerank_s)
+            reports.append(report)
+            del matches[params.top_k :]
         if fcfg.enable_expansion:
             elapsed_s = time.perf_counter() - started
             left_s = None if remaining_s is None else remaining_s - elapsed_s
@@ -511,18 +539,24 @@ class Gateway:
     async def _fill_content(
         self, corpus_id: str, matches: list[common_pb2.ChunkMatch], timeout_s: float
     ) -> None:
-        """The answers' content, waited for at most a leg's time; a store that fails or hangs makes
-        the answer UNAVAILABLE, not an internal error. (The caller's own deadline is gRPC's to
-        enforce: cutting this read to what the legs left of it failed answers the caller could
-        still receive, on a busy machine.)"""
+        """The content of the answers that have none yet (the rerank stage reads it first), waited
+        for at most a leg's time; a match whose chunk a commit removed is dropped. A store that
+        fails or hangs makes the answer UNAVAILABLE, not an internal error. (The caller's own
+        deadline is gRPC's to enforce: cutting this read to what the legs left of it failed answers
+        the caller could still receive, on a busy machine.)"""
+        missing = [m for m in matches if not m.content]
+        if not missing:
+            return
         try:
             async with asyncio.timeout(timeout_s):
-                await fill_content(self._pool, corpus_id, matches)
+                await fill_content(self._pool, corpus_id, missing)
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
             raise RequestError(
                 grpc.StatusCode.UNAVAILABLE,
                 f"the answers' content could not be read: {type(err).__name__} {err}",
             ) from None
+        kept = {id(m) for m in missing}
+        matches[:] = [m for m in matches if m.content or id(m) in kept]
 
     def _start_techniques(
         self,
@@ -733,6 +767,23 @@ def _first_seen(
 
 # A leg answering these says the request is wrong (bad options, an unknown corpus), not the leg.
 _CALLER_ERRORS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND})
+
+
+def _above_floors(
+    fcfg: FusionConfig, answered: dict[str, LegOutcome], lists: list[RankedList]
+) -> tuple[dict[str, LegOutcome], list[RankedList]]:
+    """Each leg's matches, and its technique lists', at or above the leg's `min_score`."""
+    floors = {leg: fcfg.leg(leg).min_score for leg in LEG_NAMES}
+    if all(floor is None for floor in floors.values()):
+        return answered, lists
+
+    def kept(leg: str, matches: list[common_pb2.ChunkMatch]) -> list[common_pb2.ChunkMatch]:
+        floor = floors[leg]
+        return matches if floor is None else [m for m in matches if m.score >= floor]
+
+    answered = {leg: replace(o, matches=kept(leg, o.matches)) for leg, o in answered.items()}
+    lists = [replace(ranked, matches=kept(ranked.leg, ranked.matches)) for ranked in lists]
+    return answered, lists
 
 
 def _leg_request(

@@ -7,6 +7,7 @@ import asyncio
 import grpc
 
 from services.fusion.gateway import Gateway
+from services.fusion.rerank import RerankClient
 from tribrid.generation import GenerationClient
 from tribrid.question import learned
 from tribrid.resources import Resources
@@ -33,7 +34,8 @@ async def build(res: Resources) -> ServiceSpec:
     # pool of the gateway's own, not one shared with a leg hosted in the same process.
     pool = await res.pool({"application_name": "tribrid-fusion"}, search=True)
     generation = GenerationClient(cfg.generation) if cfg.generation.configured else None
-    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, pool, generation)
+    reranker = RerankClient(cfg.rerank) if cfg.rerank.configured else None
+    gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, pool, generation, reranker)
     servicer = FusionServicer(gateway)
     return ServiceSpec(
         full_name=fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name,
