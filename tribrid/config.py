@@ -569,6 +569,10 @@ class FusionConfig(_Section):
     rerank_timeout_ms: int = Field(1000, ge=1, le=600_000)
     # Fused matches scoring below this are dropped, before the rerank stage (None: all kept).
     min_score: float | None = Field(None, allow_inf_nan=False)
+    # Signs page tokens (services/fusion/paging.py). Empty: a random key per gateway process, so a
+    # token is valid on the process that gave it only; set one key on every replica behind a
+    # load balancer (TRIBRID_FUSION__PAGE_TOKEN_KEY).
+    page_token_key: SecretStr = SecretStr("")
     # Query techniques run for every request (a request's `techniques` replaces this list).
     techniques: Annotated[list[str], AfterValidator(_known_techniques)] = Field(default_factory=list)
     technique_settings: TechniqueRegistry = TechniqueRegistry()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ import asyncpg
 import grpc
 from google.protobuf import descriptor_pool
 
-from services.fusion import techniques
+from services.fusion import paging, techniques
 from services.fusion.expansion import (
     Expanded,
     ExpansionSettings,
@@ -371,6 +372,7 @@ class Gateway:
         self._pool = pool
         self._generation = generation
         self._reranker = reranker
+        self._page_key = cfg.page_token_key.get_secret_value().encode() or secrets.token_bytes(32)
         self._profiles = CorpusProfiles(pool)
         self._expander = next((client for client in legs.values() if client.expands), None)
 
@@ -417,6 +419,7 @@ class Gateway:
         self, request: common_pb2.SearchRequest, remaining_s: float | None, started: float
     ) -> fusion_pb2.FusionSearchResponse:
         params = validate_search(request, self._cfg.final_k, self._limits)
+        offset = paging.offset_of(request, self._page_key)
         corpus = await self._corpus_profile(request.corpus_id)
         reading = read(params.query, corpus)
         fusion_plan = plan(self._cfg, request, corpus, reading)
@@ -434,6 +437,7 @@ class Gateway:
                 "fusion.enable_rerank needs a reranker: set rerank.base_url "
                 "(any /rerank endpoint: Cohere, Jina, TEI, vLLM, Infinity)",
             )
+
         # Legs return more candidates than the fused answer needs: fusion works on their union.
         top_k = min(max(params.top_k, fcfg.candidates_per_leg), self._limits.max_top_k)
         # The original query's leg calls start now and never wait for a technique's model.
@@ -493,7 +497,9 @@ class Gateway:
         if fcfg.min_score is not None:
             fused = [item for item in fused if item.score >= fcfg.min_score]
         window = max(params.top_k, fcfg.rerank_candidates) if fcfg.enable_rerank else params.top_k
-        matches = self._to_matches(fused[:window], answered, first_seen, technique_lists)
+        matches = self._to_matches(fused[offset : offset + window], answered, first_seen, technique_lists)
+        page_end = offset + params.top_k
+        next_page = paging.next_token(request, page_end, self._page_key) if page_end < len(fused) else ""
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
 
         if fcfg.enable_rerank:
@@ -524,6 +530,8 @@ class Gateway:
             weights=weights,
             techniques=[result.report for result in results],
             weights_reason=weights_reason,
+            # the stages reorder and add to a page: their answers are not paged
+            next_page_token="" if fcfg.enable_rerank or fcfg.enable_expansion else next_page,
         )
 
     async def _corpus_profile(self, corpus_id: str) -> CorpusProfile | None:
