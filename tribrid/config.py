@@ -567,6 +567,11 @@ class FusionConfig(_Section):
     enable_rerank: bool = False
     rerank_candidates: int = Field(20, ge=1, le=200)
     rerank_timeout_ms: int = Field(1000, ge=1, le=600_000)
+    # Diversity stage after fusion (services/fusion/mmr.py): the top `mmr_pool` fused matches (at
+    # least top_k) in maximal-marginal-relevance order over their stored embeddings; before rerank.
+    enable_mmr: bool = False
+    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
+    mmr_pool: int = Field(30, ge=1, le=200)
     # Fused matches scoring below this are dropped, before the rerank stage (None: all kept).
     min_score: float | None = Field(None, allow_inf_nan=False)
     # Signs page tokens (services/fusion/paging.py). Empty: a random key per gateway process, so a

@@ -14,6 +14,7 @@ from typing import Any
 
 import asyncpg
 import grpc
+import numpy as np
 from google.protobuf import descriptor_pool
 
 from services.fusion import paging, techniques
@@ -35,6 +36,7 @@ from services.fusion.fuse import (
     rrf,
     weighted,
 )
+from services.fusion.mmr import diversify
 from services.fusion.rerank import RerankClient, rerank
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import auth, telemetry, tls
@@ -45,7 +47,8 @@ from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
 from tribrid.options import RequestError, invalid, merge_options, option_values
 from tribrid.question import Reading, read
 from tribrid.question.contract import KINDS, intent_value, to_proto
-from tribrid.search_common import fill_content, validate_search
+from tribrid.search_common import validate_search
+from tribrid.stores.postgres import fetch_contents, fetch_contents_and_vectors
 from tribrid.v1 import common_pb2, fusion_options_pb2, fusion_pb2, graph_pb2, legs_pb2, reading_pb2
 
 log = logging.getLogger(__name__)
@@ -496,14 +499,34 @@ class Gateway:
             fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
         if fcfg.min_score is not None:
             fused = [item for item in fused if item.score >= fcfg.min_score]
-        window = max(params.top_k, fcfg.rerank_candidates) if fcfg.enable_rerank else params.top_k
-        matches = self._to_matches(fused[offset : offset + window], answered, first_seen, technique_lists)
+        # the stages after fusion work on more than a page: the MMR pool, the rerank window
+        depth = max(
+            params.top_k,
+            fcfg.mmr_pool if fcfg.enable_mmr else 0,
+            fcfg.rerank_candidates if fcfg.enable_rerank else 0,
+        )
+        matches = self._to_matches(fused[offset : offset + depth], answered, first_seen, technique_lists)
         page_end = offset + params.top_k
         next_page = paging.next_token(request, page_end, self._page_key) if page_end < len(fused) else ""
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
 
+        if fcfg.enable_mmr:
+            mmr_started = time.perf_counter()
+            vectors = await self._fill_content(
+                request.corpus_id, matches, fcfg.leg_timeout_ms / 1000, vectors=True
+            )
+            matches = diversify(matches, vectors, fcfg.mmr_lambda)
+            reports.append(
+                fusion_pb2.LegReport(
+                    leg=legs_pb2.LEG_MMR,
+                    status=fusion_pb2.LEG_STATUS_OK,
+                    latency_ms=(time.perf_counter() - mmr_started) * 1000,
+                    hits=len(matches),
+                )
+            )
         if fcfg.enable_rerank:
             assert self._reranker is not None  # checked before the legs were called
+            del matches[max(params.top_k, fcfg.rerank_candidates) :]
             await self._fill_content(request.corpus_id, matches, fcfg.leg_timeout_ms / 1000)
             rerank_s = fcfg.rerank_timeout_ms / 1000
             if remaining_s is not None:
@@ -512,7 +535,7 @@ class Gateway:
                 )
             report, matches = await rerank(self._reranker, params.query, matches, rerank_s)
             reports.append(report)
-            del matches[params.top_k :]
+        del matches[params.top_k :]
         if fcfg.enable_expansion:
             elapsed_s = time.perf_counter() - started
             left_s = None if remaining_s is None else remaining_s - elapsed_s
@@ -531,7 +554,9 @@ class Gateway:
             techniques=[result.report for result in results],
             weights_reason=weights_reason,
             # the stages reorder and add to a page: their answers are not paged
-            next_page_token="" if fcfg.enable_rerank or fcfg.enable_expansion else next_page,
+            next_page_token=""
+            if fcfg.enable_mmr or fcfg.enable_rerank or fcfg.enable_expansion
+            else next_page,
         )
 
     async def _corpus_profile(self, corpus_id: str) -> CorpusProfile | None:
@@ -545,26 +570,39 @@ class Gateway:
             return None
 
     async def _fill_content(
-        self, corpus_id: str, matches: list[common_pb2.ChunkMatch], timeout_s: float
-    ) -> None:
-        """The content of the answers that have none yet (the rerank stage reads it first), waited
-        for at most a leg's time; a match whose chunk a commit removed is dropped. A store that
-        fails or hangs makes the answer UNAVAILABLE, not an internal error. (The caller's own
+        self, corpus_id: str, matches: list[common_pb2.ChunkMatch], timeout_s: float, *, vectors: bool = False
+    ) -> dict[str, np.ndarray]:
+        """The content of the matches that have none yet (a stage after fusion reads it first), in
+        one query, waited for at most a leg's time; with `vectors`, of every match, with their
+        embeddings (returned by chunk id). A match whose chunk a commit removed is dropped. A store
+        that fails or hangs makes the answer UNAVAILABLE, not an internal error. (The caller's own
         deadline is gRPC's to enforce: cutting this read to what the legs left of it failed answers
         the caller could still receive, on a busy machine.)"""
-        missing = [m for m in matches if not m.content]
-        if not missing:
-            return
+        wanted = list(matches) if vectors else [m for m in matches if not m.content]
+        if not wanted:
+            return {}
+        ids = [m.chunk_id for m in wanted]
+        rows: Mapping[str, tuple[str, np.ndarray | None]]
         try:
             async with asyncio.timeout(timeout_s):
-                await fill_content(self._pool, corpus_id, missing)
+                if vectors:
+                    rows = await fetch_contents_and_vectors(self._pool, corpus_id, ids)
+                else:
+                    rows = {
+                        cid: (text, None)
+                        for cid, text in (await fetch_contents(self._pool, corpus_id, ids)).items()
+                    }
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as err:
             raise RequestError(
                 grpc.StatusCode.UNAVAILABLE,
                 f"the answers' content could not be read: {type(err).__name__} {err}",
             ) from None
-        kept = {id(m) for m in missing}
-        matches[:] = [m for m in matches if m.content or id(m) in kept]
+        asked = {id(m) for m in wanted}
+        matches[:] = [m for m in matches if id(m) not in asked or m.chunk_id in rows]
+        for match in matches:
+            if match.chunk_id in rows:
+                match.content = rows[match.chunk_id][0]
+        return {cid: vector for cid, (_, vector) in rows.items() if vector is not None}
 
     def _start_techniques(
         self,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import numpy as np
 from pgvector.asyncpg import register_vector
 
 from tribrid.config import PostgresConfig, VectorConfig
@@ -295,6 +296,20 @@ async def fetch_contents(pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence
         storable_ids(chunk_ids),
     )
     return {r["chunk_id"]: r["content"] for r in rows}
+
+
+async def fetch_contents_and_vectors(
+    pool: asyncpg.Pool, corpus_id: str, chunk_ids: Sequence[str]
+) -> dict[str, tuple[str, np.ndarray]]:
+    """Chunk id -> (content, embedding as a numpy array), for the chunks of the committed
+    generation among `chunk_ids`: what the gateway's diversity stage reads, in one query."""
+    rows = await pool.fetch(
+        "SELECT c.chunk_id, c.content, c.embedding FROM chunks c"
+        f" WHERE c.corpus_id = $1 AND c.chunk_id = ANY($2::text[]) AND {committed('c')}",
+        corpus_id,
+        storable_ids(chunk_ids),
+    )
+    return {r["chunk_id"]: (r["content"], r["embedding"].to_numpy()) for r in rows}
 
 
 async def corpus_exists(pool: asyncpg.Pool, corpus_id: str) -> bool:
