@@ -16,6 +16,7 @@
 # /opt/venv/share/tribrid/models); the exporter's `onnx` package is removed again.
 
 ARG PYTHON_IMAGE=python:3.11-slim
+ARG NODE_IMAGE=node:22-slim
 
 FROM ${PYTHON_IMAGE} AS base
 ENV PYTHONUNBUFFERED=1 \
@@ -39,6 +40,12 @@ COPY tribrid ./tribrid
 COPY services ./services
 RUN python -m services.bridge.openapi tribrid/v1/openapi.json
 
+# --- the console's graph library (cytoscape.js), from the npm registry at the pinned version --------
+FROM ${NODE_IMAGE} AS console-assets
+WORKDIR /console
+COPY services/bridge/console/package.json services/bridge/console/package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+
 # --- the project's source with its stubs: what every build stage installs ---------------------------
 FROM base AS src
 WORKDIR /src
@@ -47,6 +54,9 @@ COPY tribrid ./tribrid
 COPY services ./services
 COPY tribridctl ./tribridctl
 COPY --from=protos /gen/tribrid/v1 ./tribrid/v1
+# package data of the bridge (pyproject: bridge/console/static/vendor/*), git-ignored in checkouts
+COPY --from=console-assets /console/node_modules/cytoscape/dist/cytoscape.min.js \
+    ./services/bridge/console/static/vendor/cytoscape.min.js
 
 # --- virtualenvs: one per image, each with its service's group only ---------------------------------
 FROM base AS venv
@@ -101,7 +111,7 @@ COPY --from=src /src /src
 RUN pip install "/src[bridge]" \
     && cp /src/tribrid/v1/openapi.json "$(python -c 'import tribrid.v1, os; print(os.path.dirname(tribrid.v1.__file__))')/" \
     && tribrid --help >/dev/null \
-    && python -c "import services.bridge.service"
+    && python -c "import services.bridge.service, services.bridge.mcp"
 
 FROM venv-torch AS build-all
 COPY --from=src /src /src

@@ -9,10 +9,36 @@ PROTO_SRC := $(wildcard protos/tribrid/v1/*.proto)
 PROTO_OUT := tribrid/v1/.generated
 # The embedding model as ONNX (embedding.runtime = "onnx"), exported from the installed model
 ONNX_MODEL := $(VENV)/share/tribrid/models/all-MiniLM-L6-v2.onnx
+# The console's graph library, fetched at install (below)
+CONSOLE := services/bridge/console
+CONSOLE_VENDOR := $(CONSOLE)/static/vendor/cytoscape.min.js
 
 .PHONY: install protos up down serve stop status demo test lint unit clean bench-index certs
 
-install: $(STAMP) $(PROTO_OUT) $(ONNX_MODEL)
+install: $(STAMP) $(PROTO_OUT) $(ONNX_MODEL) $(CONSOLE_VENDOR) browser
+
+# The console's graph library (cytoscape.js) from the npm registry, at the version package-lock.json
+# pins, into the git-ignored static/vendor/ (never committed, never from a CDN). Without npm the
+# console still serves every page but the graph explorer cannot draw.
+$(CONSOLE_VENDOR): $(CONSOLE)/package.json $(CONSOLE)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		rm -rf build/console-npm && mkdir -p build/console-npm $(@D) && cp $^ build/console-npm/ && \
+		npm ci --prefix build/console-npm --no-audit --no-fund --loglevel=error && \
+		cp build/console-npm/node_modules/cytoscape/dist/cytoscape.min.js $@; \
+	else echo "console: no npm, so no cytoscape.js: the graph explorer cannot draw"; fi
+
+.PHONY: console-screenshots
+# The console's browser tests, writing a screenshot of each view into docs/console/.
+console-screenshots: install
+	TRIBRID_CONSOLE_SCREENSHOTS=docs/console $(BIN)/pytest -q tests/e2e/test_console.py
+
+.PHONY: browser
+# Debian's Chromium for the console's browser tests (Playwright drives it); without apt-get or
+# without the right to use it, the browser tests skip and say why.
+browser:
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && \
+		{ apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; }; } || \
+		echo "browser: chromium not installed: the console's browser tests will skip"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)

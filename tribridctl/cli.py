@@ -576,6 +576,8 @@ def demo() -> None:
     _demo_document_graph("demo-docs")
     _demo_expansion(cfg, "demo-docs", DEMO_EXPANSION_QUERIES)
     print(json.dumps({"demo": "ok"}))
+    scheme = "https" if cfg.services.tls_cert_file is not None else "http"
+    console.print(f"the web console: {scheme}://{cfg.services.address('bridge')}/console (docs/console.md)")
 
 
 def _demo_document_graph(corpus_id: str) -> None:
@@ -650,6 +652,15 @@ def _demo_queries(cfg: TriBridConfig, corpus_id: str, queries: tuple[str, ...]) 
         console.print(
             f"(query answered in {1000 * (time.monotonic() - t0):.0f} ms wall, incl. client start-up)"
         )
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the MCP tools (search, graph, corpora) over stdio to a local agent; the services at
+    services.*_address, the token from $TRIBRID_TOKEN (docs/mcp.md)."""
+    from services.bridge.mcp import serve_stdio
+
+    asyncio.run(serve_stdio(_config()))
 
 
 # --- tribrid graph: the graph service's lookups -------------------------------------------------

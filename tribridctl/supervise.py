@@ -57,9 +57,16 @@ def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Pat
         f"user={_quoted(getpass.getuser())}",
     ]
     metrics = cfg.telemetry.metrics_port
+    # the bridge's console reads each leg's latency from the gateway's /metrics, one port of these
+    gateway_metrics = ""
+    if metrics and "fusion" in names and not cfg.telemetry.gateway_metrics_url:
+        gateway_metrics = f"http://127.0.0.1:{metrics + list(names).index('fusion')}/metrics"
     for priority, name in enumerate(names):
         # one /metrics port per process: the configured one for the first, the next ones after it
         port = metrics + priority if metrics else 0
+        environment = f'TRIBRID_TELEMETRY__METRICS_PORT="{port}"'
+        if name == "bridge" and gateway_metrics:
+            environment += f',TRIBRID_TELEMETRY__GATEWAY_METRICS_URL="{gateway_metrics}"'
         sections += [
             "",
             f"[program:{name}]",
@@ -77,7 +84,7 @@ def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Pat
             # into supervisord's own stdout, which is the services' log
             "stdout_logfile=/dev/stdout",
             "stdout_logfile_maxbytes=0",
-            f'environment=TRIBRID_TELEMETRY__METRICS_PORT="{port}"',
+            f"environment={environment}",
         ]
     return "\n".join(sections) + "\n"
 

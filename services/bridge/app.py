@@ -20,13 +20,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import grpc
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from opentelemetry import trace
 from opentelemetry.propagate import extract
 from starlette.applications import Starlette
@@ -36,7 +36,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.bridge import openapi
+from services.bridge import mcp, openapi
+from services.bridge.backend import READY_SERVICE, Backend
+from services.bridge.console import routes as console
 from services.bridge.contract import (
     HTTP_STATUS,
     HTTP_STATUS_OTHER,
@@ -44,24 +46,20 @@ from services.bridge.contract import (
     NO_BODY_VERBS,
     STREAM_PARAM,
     HttpRoute,
-    config_name,
     http_routes,
-    public_services,
     resolve_scalar,
     starlette_param,
+    to_json,
 )
-from tribrid import auth, telemetry, tls
-from tribrid.config import AuthConfig, ServicesConfig, TriBridConfig
+from tribrid import auth, telemetry
+from tribrid.config import AuthConfig, ServicesConfig
 from tribrid.options import RequestError
-from tribrid.v1 import fusion_pb2
 
 log = logging.getLogger(__name__)
 
 _GRPC_TIMEOUT_RE = re.compile(r"^(\d{1,8})([HMSmun])$")
 _GRPC_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 _TRUE = ("1", "true")
-# /readyz asks the gateway's health service.
-READY_SERVICE = fusion_pb2.DESCRIPTOR.services_by_name["Fusion"].full_name
 
 
 class BridgeError(Exception):
@@ -83,10 +81,6 @@ def invalid(message: str) -> BridgeError:
 def grpc_error(err: grpc.aio.AioRpcError) -> BridgeError:
     code = err.code()
     return BridgeError(HTTP_STATUS.get(code, HTTP_STATUS_OTHER), code.name, err.details() or code.name)
-
-
-def to_json(message: Message) -> dict[str, Any]:
-    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 
 
 def caller_timeout(request: Request, default_s: float | None) -> float | None:
@@ -165,59 +159,6 @@ def parse_params(request: Request, route: HttpRoute, message: Message) -> None:
         raise invalid(f"bad path or query parameter: {err}") from None
 
 
-class Backend:
-    """Long-lived channels to the services, opened on first use (inside the event loop)."""
-
-    def __init__(self, addresses: Mapping[str, str], services: ServicesConfig | None = None) -> None:
-        self.addresses = dict(addresses)
-        self.services = services or ServicesConfig()
-        self._channels: dict[str, grpc.aio.Channel] = {}
-        # one multicallable per RPC ("/tribrid.v1.GraphSearch/Stats"), on its service's channel
-        self._unary: dict[str, grpc.aio.UnaryUnaryMultiCallable[Message, Message]] = {}
-        self._streaming: dict[str, grpc.aio.UnaryStreamMultiCallable[Message, Message]] = {}
-
-    def channel(self, address: str) -> grpc.aio.Channel:
-        if address not in self._channels:
-            self._channels[address] = tls.channel(
-                # the caller's token goes on to the services, which check its scopes and corpora
-                address,
-                self.services,
-                interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
-            )
-        return self._channels[address]
-
-    def unary(self, route: HttpRoute) -> grpc.aio.UnaryUnaryMultiCallable[Message, Message]:
-        if route.grpc_path not in self._unary:
-            self._unary[route.grpc_path] = self._channel_of(route).unary_unary(
-                route.grpc_path,
-                request_serializer=route.request_class.SerializeToString,
-                response_deserializer=route.response_class.FromString,
-            )
-        return self._unary[route.grpc_path]
-
-    def streaming(self, route: HttpRoute) -> grpc.aio.UnaryStreamMultiCallable[Message, Message]:
-        if route.grpc_path not in self._streaming:
-            self._streaming[route.grpc_path] = self._channel_of(route).unary_stream(
-                route.grpc_path,
-                request_serializer=route.request_class.SerializeToString,
-                response_deserializer=route.response_class.FromString,
-            )
-        return self._streaming[route.grpc_path]
-
-    def _channel_of(self, route: HttpRoute) -> grpc.aio.Channel:
-        return self.channel(self.addresses[route.service.full_name])
-
-    def health(self) -> health_pb2_grpc.HealthStub:
-        return health_pb2_grpc.HealthStub(self.channel(self.addresses[READY_SERVICE]))
-
-    async def close(self) -> None:
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
-        self._unary.clear()
-        self._streaming.clear()
-
-
 Handler = Callable[[Request], Awaitable[Response]]
 # Paths anyone may read: probes and the contract.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
@@ -232,7 +173,8 @@ class BearerAuth:
         self.tokens = auth.TokenTable(cfg)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        # the console's pages and static files carry no secret; its JSON routes stay behind the token
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or console.is_open(scope["path"]):
             await self.app(scope, receive, send)
             return
         try:
@@ -348,17 +290,20 @@ def create_app(
     openapi_path: Path | None = openapi.DEFAULT_PATH,
     auth_cfg: AuthConfig | None = None,
     services: ServicesConfig | None = None,
+    gateway_metrics_url: str = "",
 ) -> Starlette:
     """The bridge app. `addresses`: by service full name ("tribrid.v1.GraphSearch"), one for every
     public service; `timeout_s`: see default_timeout; `openapi_path`: the document `make protos`
     wrote (built here when absent); `auth_cfg` (when enabled): bearer tokens (BearerAuth);
-    `services`: its TLS settings for the calls to the services (`tls_ca_file`)."""
+    `services`: its TLS settings for the calls to the services (`tls_ca_file`);
+    `gateway_metrics_url`: where the console's health page reads the legs' latency (console.routes)."""
     routes_read = http_routes()
     missing = sorted({r.service.full_name for r in routes_read} - set(addresses))
     if missing or READY_SERVICE not in addresses:
         raise ValueError(f"no address for {', '.join(missing or [READY_SERVICE])}")
     backend = Backend(addresses, services)
     document = load_openapi(openapi_path)
+    mcp_http = mcp.HttpEndpoint(backend, timeout_s)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -389,7 +334,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
+        async with mcp_http.running():
+            yield
         await backend.close()
 
     # A literal path wins over a template that also matches it.
@@ -402,10 +348,11 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", _observed("/readyz", readyz), methods=["GET"]),
         Route("/openapi.json", openapi_json, methods=["GET"]),
+        mcp_http.route,
     ]
     middleware = [Middleware(BearerAuth, cfg=auth_cfg)] if auth_cfg is not None and auth_cfg.enabled else []
     app = Starlette(
-        routes=routes,
+        routes=[*routes, *console.routes(backend, gateway_metrics_url)],
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
         middleware=middleware,
@@ -413,14 +360,3 @@ def create_app(
     app.state.backend = backend
     app.state.draining = False  # set on SIGTERM (BridgeServer.drain): /readyz answers 503
     return app
-
-
-def addresses_from_config(cfg: TriBridConfig) -> dict[str, str]:
-    """Each public service's address (`services.<name>_address`, else bind_host:<name>_port)."""
-    addresses = {}
-    for service in public_services():
-        name = config_name(service)
-        if not hasattr(cfg.services, f"{name}_address"):
-            raise ValueError(f"{service.full_name}: no services.{name}_address in the config")
-        addresses[service.full_name] = cfg.services.address(cast(Any, name))
-    return addresses

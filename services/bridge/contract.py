@@ -13,11 +13,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 from google.api import annotations_pb2, http_pb2
-from google.protobuf import message_factory
+from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import (
     Descriptor,
     EnumDescriptor,
@@ -274,3 +274,8 @@ def public_services() -> list[ServiceDescriptor]:
     for route in http_routes():
         seen.setdefault(route.service.full_name, route.service)
     return list(seen.values())
+
+
+def to_json(message: Message) -> dict[str, Any]:
+    """A message as its proto3 JSON, every field shown (as the HTTP routes answer)."""
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
-from services.bridge.app import addresses_from_config, create_app
+from services.bridge.app import create_app
+from services.bridge.backend import addresses_from_config
 from tribrid.config import TriBridConfig
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ async def start_bridge(cfg: TriBridConfig, host: str, port: int) -> BridgeServer
         timeout_s=cfg.fusion.default_deadline_ms / 1000,
         auth_cfg=cfg.auth,
         services=cfg.services,
+        gateway_metrics_url=cfg.telemetry.gateway_metrics_url,
     )
     # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and without
     # it a kept-alive connection waits for the client's delayed ACK (40 ms) on every response

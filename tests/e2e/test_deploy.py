@@ -281,6 +281,12 @@ def test_every_resource_is_named_and_labelled() -> None:
 # --- services, ports, probes ---------------------------------------------------------------------
 
 
+def _serving_port(container: dict[str, Any]) -> dict[str, Any]:
+    """The port the service answers on (a gateway also declares its metrics port)."""
+    (port,) = [p for p in container["ports"] if p["name"] != "metrics"]
+    return cast(dict[str, Any], port)
+
+
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_each_service_has_a_deployment_serving_it_on_its_configured_port(
     component: Component, clean_env: pytest.MonkeyPatch, tmp_path: Path
@@ -288,7 +294,7 @@ def test_each_service_has_a_deployment_serving_it_on_its_configured_port(
     container = _server(component)
     assert "command" not in container, "the image's ENTRYPOINT (tribrid) must run"
     assert container["args"] == ["serve", component]
-    (port,) = container["ports"]
+    port = _serving_port(container)
     default_port = getattr(ServicesConfig(), f"{component}_port")
     pod_port = getattr(_pod_config(_deployment(component), clean_env, tmp_path).services, f"{component}_port")
     assert port["containerPort"] == default_port == pod_port
@@ -333,7 +339,7 @@ def test_probes_check_grpc_health_from_inside_the_pod(
     # Kubernetes' gRPC probe speaks no TLS: `python -m tribrid.probe NAME` asks the health service
     # at 127.0.0.1:<NAME_port> with the pod's own TLS settings.
     container = _server(component)
-    (port,) = container["ports"]
+    port = _serving_port(container)
     assert (
         getattr(_pod_config(_deployment(component), clean_env, tmp_path).services, f"{component}_port")
         == (port["containerPort"])

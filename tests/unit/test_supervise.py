@@ -38,8 +38,13 @@ def test_a_service_is_killed_only_after_its_drain_and_grace() -> None:
 
 def test_each_process_serves_metrics_on_its_own_port_or_none() -> None:
     on = _parsed(TriBridConfig(state_dir=Path("/tmp/s"), telemetry={"metrics_port": 9464}))
-    ports = [on[f"program:{n}"]["environment"] for n in PROCESS_ALL]
+    ports = [on[f"program:{n}"]["environment"].split(",")[0] for n in PROCESS_ALL]
     assert ports == [f'TRIBRID_TELEMETRY__METRICS_PORT="{9464 + i}"' for i in range(len(PROCESS_ALL))]
+    # the bridge's console is told where the gateway's metrics are
+    gateway_port = 9464 + PROCESS_ALL.index("fusion")
+    assert on["program:bridge"]["environment"].split(",")[1] == (
+        f'TRIBRID_TELEMETRY__GATEWAY_METRICS_URL="http://127.0.0.1:{gateway_port}/metrics"'
+    )
     off = _parsed(TriBridConfig(state_dir=Path("/tmp/s"), telemetry={"metrics_port": 0}))
     assert {off[f"program:{n}"]["environment"] for n in PROCESS_ALL} == {
         'TRIBRID_TELEMETRY__METRICS_PORT="0"'

@@ -1,0 +1,1 @@
+"""The web console the bridge serves at /console (services.bridge.console.routes)."""
