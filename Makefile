@@ -202,6 +202,12 @@ bench-vector-recall: serve
 bench-techniques: install
 	$(PY) -m bench.bench_techniques
 
+# Hedged leg calls (bench/bench_hedging.py): p50/p99 with the vector leg on two replicas, both
+# healthy and one slowed by 200 ms, hedging off and on, and the extra leg calls hedging costs.
+.PHONY: bench-hedging
+bench-hedging: install
+	$(PY) -m bench.bench_hedging
+
 # Fusion gateway benchmark (bench/bench_fusion.py) against the services `make serve` starts:
 # indexes the installed networkx + rich + click (~10.1k chunks; or PATH_TO_INDEX=...) if missing,
 # then fused p50/p99/QPS at CONCURRENCY=16, each leg direct, gateway overhead and the time to

@@ -30,13 +30,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import grpc
 from rich.console import Console
 from rich.table import Table
 
 from bench import click_corpus
+from bench.click_corpus import index_once
 from bench.procstack import free_port
-from bench.report import write_report
+from bench.report import percentile, write_report
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
 from services.fusion.rerank import RerankClient
@@ -54,7 +54,7 @@ from tribrid.generation import GenerationClient
 from tribrid.legs import LEGS
 from tribrid.resources import Resources
 from tribrid.stores import embedded
-from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, indexer_pb2_grpc
+from tribrid.v1 import common_pb2, fusion_pb2
 from tribrid.v1.legs_pb2 import LEG_RERANK
 from tribridctl.compose import ALL_SERVICES, start_services
 
@@ -89,23 +89,6 @@ def _instant(counter: itertools.count[int]) -> Any:
 def _hang(chat: ScriptedChat, reranker: ScriptedReranker) -> None:
     chat.respond = lambda prompt: Reply("hang")
     reranker.behaviour = "hang"
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-async def _index(port: int, path: Path) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = indexer_pb2_grpc.IndexerStub(channel)
-        listed = await stub.ListCorpora(indexer_pb2.ListCorporaRequest())
-        if any(c.corpus_id == CORPUS for c in listed.corpora):
-            return
-        last = indexer_pb2.IndexProgress()
-        async for event in stub.IndexCorpus(indexer_pb2.IndexCorpusRequest(corpus_id=CORPUS, path=str(path))):
-            last = event
-        console.print(f"indexed {path}: {last.chunks_total} chunks in {last.elapsed_s:.1f} s")
 
 
 async def _measure(
@@ -150,7 +133,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         str(name): server for name, server in (await start_services(cfg, ALL_SERVICES, resources)).items()
     }
     try:
-        await _index(servers["indexer"].port, Path(args.path))
+        await index_once(servers["indexer"].port, Path(args.path), CORPUS, console)
         pool = await resources.pool()
         legs = {leg.name: LegClient(leg, f"127.0.0.1:{servers[leg.name].port}") for leg in LEGS}
         registry = TechniqueRegistry(
@@ -187,7 +170,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "n": len(values),
                 "technique_status": ended[mode],
                 "p50_ms": statistics.median(values),
-                "p95_ms": _pct(values, 0.95),
+                "p95_ms": percentile(values, 0.95),
                 "max_ms": max(values),
                 "added_p50_ms": statistics.median(values) - base,
             }

@@ -20,3 +20,9 @@ def write_report(
     (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, out_dir / f"{stem}.png")
     console.print(f"wrote {out_dir / stem}.json and {stem}.png")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The value at quantile `q` (0..1) of `values`, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]

@@ -494,6 +494,26 @@ class RerankConfig(_Section):
         return bool(self.base_url)
 
 
+class HedgingConfig(_Section):
+    """Hedged leg calls (services/fusion/hedging.py): a leg's second endpoint is asked when the first
+    has not answered by the recent `percentile` latency of the leg's fastest endpoint."""
+
+    percentile: float = Field(95.0, ge=50.0, le=99.9)
+    # Latencies kept per endpoint, and how many it needs before it sets the bar.
+    window: int = Field(200, ge=10, le=100_000)
+    min_samples: int = Field(20, ge=1, le=100_000)
+    # Never sooner than this: a very fast leg is not worth a second call.
+    min_delay_ms: float = Field(2.0, ge=0.0, le=60_000)
+    # A leg's DNS name is resolved again this often (pods come and go behind a headless Service).
+    refresh_s: float = Field(30.0, gt=0, le=86_400)
+
+    @model_validator(mode="after")
+    def _window_holds_the_samples(self) -> HedgingConfig:
+        if self.min_samples > self.window:
+            raise ValueError(f"min_samples ({self.min_samples}) must not exceed window ({self.window})")
+        return self
+
+
 class FusionConfig(_Section):
     """The gateway's section; `FusionOptions` fields of a request are validated against it."""
 
@@ -572,6 +592,9 @@ class FusionConfig(_Section):
     enable_mmr: bool = False
     mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
     mmr_pool: int = Field(30, ge=1, le=200)
+    # Hedged leg calls: a second endpoint of a leg is asked when the first is slow (HedgingConfig).
+    enable_hedging: bool = False
+    hedging: HedgingConfig = HedgingConfig()
     # Fused matches scoring below this are dropped, before the rerank stage (None: all kept).
     min_score: float | None = Field(None, allow_inf_nan=False)
     # Signs page tokens (services/fusion/paging.py). Empty: a random key per gateway process, so a

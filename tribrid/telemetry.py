@@ -217,6 +217,12 @@ class Metrics:
         self.leg_timeouts = prometheus_client.Counter(
             "tribrid_leg_timeouts_total", "Leg calls dropped at their deadline", ["leg"], registry=registry
         )
+        self.leg_hedges = prometheus_client.Counter(
+            "tribrid_leg_hedges_total",
+            "Leg calls that also asked a second endpoint of the leg (hedging)",
+            ["leg"],
+            registry=registry,
+        )
         self.technique_latency = prometheus_client.Histogram(
             "tribrid_technique_duration_seconds",
             "Query techniques (model call and their leg calls), by technique and status",

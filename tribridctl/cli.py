@@ -141,18 +141,28 @@ def serve(
     single_process: Annotated[
         bool, typer.Option(help="every service in this one process (debugging); else one process each")
     ] = False,
+    replicas: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=supervise.MAX_REPLICAS,
+            help="processes per leg (all, supervised): the gateway calls each, and hedges between them",
+        ),
+    ] = 1,
 ) -> None:
     """Run services: one (as on Kubernetes), or all of them, the gRPC services and the HTTP bridge,
     one process each under a supervisor that restarts a service that exits."""
     if which not in SERVE_CHOICES:
         raise typer.BadParameter(f"{which!r} is not one of {', '.join(SERVE_CHOICES)}", param_hint="WHICH")
+    if replicas > 1 and (which != ALL or single_process):
+        raise typer.BadParameter("replicas need `serve all`, one process each", param_hint="--replicas")
     cfg = _config()
     if background:
-        _serve_background(cfg, which, single_process)
+        _serve_background(cfg, which, single_process, replicas)
         return
     if which == ALL and not single_process:
         # supervisord in the foreground, in place of this process: Ctrl-C or SIGTERM stops them all
-        supervise.write_config(cfg, _services(which))
+        supervise.write_config(cfg, _services(which), replicas)
         os.execv(sys.executable, supervise.command(cfg))
     from tribrid import telemetry
     from tribridctl.compose import run
@@ -168,7 +178,7 @@ def _services(which: str) -> tuple[ServiceName, ...]:
     return PROCESS_ALL if which == ALL else (which,)
 
 
-def _serve_background(cfg: TriBridConfig, which: str, single_process: bool) -> None:
+def _serve_background(cfg: TriBridConfig, which: str, single_process: bool, replicas: int = 1) -> None:
     if (pid := _running_pid(cfg)) is not None:
         console.print(f"services: already running (pid {pid})")
         return
@@ -184,7 +194,7 @@ def _serve_background(cfg: TriBridConfig, which: str, single_process: bool) -> N
                 start_new_session=True,
             )
     else:
-        proc = supervise.start(cfg, _services(which))
+        proc = supervise.start(cfg, _services(which), replicas)
     _pid_file(cfg).write_text(str(proc.pid))
     started = time.monotonic()
     for name in _services(which):

@@ -16,12 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tribrid.config import TriBridConfig
+from tribrid.legs import LEG_NAMES
 
 # Seconds a service may take to start before a quick exit counts as a failed start (which
 # supervisord retries with a back-off): the vector leg loads its model first.
 START_SECONDS = 1
 # Seconds past a service's own drain and grace periods before supervisord kills it on stop.
 STOP_MARGIN_S = 10
+# A leg's replica N (`serve all --replicas`) listens this many ports x (N - 1) above the leg's port.
+REPLICA_PORT_STEP = 100
+MAX_REPLICAS = 4
 
 
 def config_path(cfg: TriBridConfig) -> Path:
@@ -42,8 +46,35 @@ def _quoted(value: str) -> str:
     return value.replace("%", "%%")
 
 
-def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Path) -> str:
-    """supervisord's configuration: one program per service, in start order."""
+def _programs(
+    cfg: TriBridConfig, names: Sequence[str], replicas: int
+) -> list[tuple[str, str, dict[str, str]]]:
+    """(program, service, environment) in start order: each leg `replicas` times, on its own port
+    for each; the gateway and the bridge call every replica of a leg (services.<leg>_address)."""
+    services = cfg.services
+    ports = {
+        leg: [getattr(services, f"{leg}_port") + REPLICA_PORT_STEP * i for i in range(replicas)]
+        for leg in LEG_NAMES
+    }
+    targets = {
+        f"TRIBRID_SERVICES__{leg.upper()}_ADDRESS": "ipv4:"
+        + ",".join(f"{services.bind_host}:{p}" for p in ports[leg])
+        for leg in LEG_NAMES
+        if replicas > 1
+    }
+    programs: list[tuple[str, str, dict[str, str]]] = []
+    for name in names:
+        if name in LEG_NAMES:
+            for i, port in enumerate(ports[name]):
+                env = {f"TRIBRID_SERVICES__{name.upper()}_PORT": str(port)} if i else {}
+                programs.append((f"{name}-{i + 1}" if i else name, name, env))
+        else:
+            programs.append((name, name, targets if name in ("fusion", "bridge") else {}))
+    return programs
+
+
+def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Path, replicas: int = 1) -> str:
+    """supervisord's configuration: one program per service (per replica of a leg), in start order."""
     state = cfg.state_dir
     sections = [
         "[supervisord]",
@@ -57,19 +88,22 @@ def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Pat
         f"user={_quoted(getpass.getuser())}",
     ]
     metrics = cfg.telemetry.metrics_port
+    programs = _programs(cfg, names, replicas)
     # the bridge's console reads each leg's latency from the gateway's /metrics, one port of these
     gateway_metrics = ""
     if metrics and "fusion" in names and not cfg.telemetry.gateway_metrics_url:
-        gateway_metrics = f"http://127.0.0.1:{metrics + list(names).index('fusion')}/metrics"
-    for priority, name in enumerate(names):
+        fusion = [program for program, _, _ in programs].index("fusion")
+        gateway_metrics = f"http://127.0.0.1:{metrics + fusion}/metrics"
+    for priority, (program, name, env) in enumerate(programs):
         # one /metrics port per process: the configured one for the first, the next ones after it
         port = metrics + priority if metrics else 0
         environment = f'TRIBRID_TELEMETRY__METRICS_PORT="{port}"'
         if name == "bridge" and gateway_metrics:
             environment += f',TRIBRID_TELEMETRY__GATEWAY_METRICS_URL="{gateway_metrics}"'
+        environment += "".join(f',{key}="{value}"' for key, value in env.items())
         sections += [
             "",
-            f"[program:{name}]",
+            f"[program:{program}]",
             f"command={_quoted(python)} -m tribridctl.cli serve {name}",
             f"directory={_quoted(str(directory))}",
             f"priority={priority + 1}",
@@ -89,10 +123,10 @@ def render(cfg: TriBridConfig, names: Sequence[str], python: str, directory: Pat
     return "\n".join(sections) + "\n"
 
 
-def write_config(cfg: TriBridConfig, names: Sequence[str]) -> Path:
+def write_config(cfg: TriBridConfig, names: Sequence[str], replicas: int = 1) -> Path:
     conf = config_path(cfg)
     log_path(cfg).parent.mkdir(parents=True, exist_ok=True)  # supervisord's own log goes there too
-    conf.write_text(render(cfg, names, sys.executable, Path.cwd()))
+    conf.write_text(render(cfg, names, sys.executable, Path.cwd(), replicas))
     return conf
 
 
@@ -100,9 +134,9 @@ def command(cfg: TriBridConfig) -> list[str]:
     return [sys.executable, "-m", "supervisor.supervisord", "-c", str(config_path(cfg))]
 
 
-def start(cfg: TriBridConfig, names: Sequence[str]) -> subprocess.Popen[bytes]:
+def start(cfg: TriBridConfig, names: Sequence[str], replicas: int = 1) -> subprocess.Popen[bytes]:
     """supervisord running `names`, detached from this terminal; its pid is the services' pid."""
-    write_config(cfg, names)
+    write_config(cfg, names, replicas)
     with log_path(cfg).open("ab") as log_file:
         return subprocess.Popen(
             command(cfg),

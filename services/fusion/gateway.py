@@ -36,11 +36,12 @@ from services.fusion.fuse import (
     rrf,
     weighted,
 )
+from services.fusion.hedging import HedgedLeg, listed_addresses, name_and_port
 from services.fusion.mmr import diversify
 from services.fusion.rerank import RerankClient, rerank
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import auth, telemetry, tls
-from tribrid.config import FusionConfig, LimitsConfig, ServicesConfig
+from tribrid.config import FusionConfig, HedgingConfig, LimitsConfig, ServicesConfig
 from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
 from tribrid.generation import GenerationClient
 from tribrid.legs import BY_NAME, LEG_NAMES, LEGS, LegInfo
@@ -103,6 +104,7 @@ class LegOutcome:
     error: str = ""
     code: grpc.StatusCode | None = None
     coverage: float = 0.0  # SearchResponse.coverage (0: not reported)
+    hedged: bool = False  # a second endpoint was asked
 
 
 _STATUS_NAMES = {
@@ -135,16 +137,38 @@ def _record(leg_span: Any, outcome: LegOutcome) -> None:
 
 
 class LegClient:
-    """One long-lived channel to one leg service: its `Search`, and `ExpandContext` if it has one."""
+    """One long-lived channel to one leg service: its `Search`, and `ExpandContext` if it has one;
+    and, for hedged calls, a channel to each of its endpoints (services/fusion/hedging.py)."""
 
-    def __init__(self, leg: LegInfo, address: str, services: ServicesConfig | None = None) -> None:
+    def __init__(
+        self,
+        leg: LegInfo,
+        address: str,
+        services: ServicesConfig | None = None,
+        hedging: HedgingConfig | None = None,
+    ) -> None:
         self.leg = leg.name
-        self.channel = tls.channel(
-            address,
-            services or ServicesConfig(),
-            options=channel_options(leg.service),
-            # the legs check the caller's own token: a leg is no way around the gateway
-            interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
+        services = services or ServicesConfig()
+
+        def make_channel(target: str, **options: Any) -> grpc.aio.Channel:
+            return tls.channel(
+                target,
+                services,
+                options=[*channel_options(leg.service), *options.items()],
+                # the legs check the caller's own token: a leg is no way around the gateway
+                interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
+            )
+
+        self.channel = make_channel(address)
+        # a resolved pod's certificate names the leg's service, not the pod's address
+        resolved = listed_addresses(address) is None
+        tls_name = (
+            {"grpc.ssl_target_name_override": name_and_port(address)[0]}
+            if services.tls_ca_file is not None and resolved
+            else {}
+        )
+        self.hedged = HedgedLeg(
+            leg.service, address, hedging or HedgingConfig(), lambda target: make_channel(target, **tls_name)
         )
         self._search = self.channel.unary_unary(
             f"/{leg.service}/Search",
@@ -165,14 +189,21 @@ class LegClient:
     def expands(self) -> bool:
         return self._expand is not None
 
-    async def search(self, request: common_pb2.SearchRequest, budget_s: float) -> LegOutcome:
+    async def search(
+        self, request: common_pb2.SearchRequest, budget_s: float, *, hedge: bool = False
+    ) -> LegOutcome:
         outcome = LegOutcome(self.leg, fusion_pb2.LEG_STATUS_OK, budget_ms=budget_s * 1000)
         with telemetry.span(
             f"leg.{self.leg}", leg=self.leg, corpus=request.corpus_id, timeout_ms=budget_s * 1000
         ) as leg_span:
             started = time.perf_counter()
             try:
-                response = await self._search(request, timeout=budget_s)
+                if hedge:
+                    response, outcome.hedged = await self.hedged.search(request, budget_s)
+                    if outcome.hedged:
+                        telemetry.METRICS.leg_hedges.labels(self.leg).inc()
+                else:
+                    response = await self._search(request, timeout=budget_s)
                 outcome.matches = list(response.matches)
                 outcome.coverage = response.coverage
             except grpc.aio.AioRpcError as err:
@@ -200,6 +231,7 @@ class LegClient:
 
     async def close(self) -> None:
         await self.channel.close()
+        await self.hedged.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +421,7 @@ class Gateway:
         generation: GenerationClient | None = None,
         reranker: RerankClient | None = None,
     ) -> Gateway:
-        legs = {leg.name: LegClient(leg, services.address(leg.name), services) for leg in LEGS}
+        legs = {leg.name: LegClient(leg, services.address(leg.name), services, cfg.hedging) for leg in LEGS}
         return cls(cfg, limits, legs, pool, generation, reranker)
 
     async def close(self) -> None:
@@ -447,7 +479,9 @@ class Gateway:
         read_once = to_proto(reading)
         legs_done = asyncio.gather(
             *(
-                self._legs[leg].search(_leg_request(request, leg, top_k, reading=read_once), budget_s)
+                self._legs[leg].search(
+                    _leg_request(request, leg, top_k, reading=read_once), budget_s, hedge=fcfg.enable_hedging
+                )
                 for leg in enabled
             )
         )
@@ -707,6 +741,7 @@ class Gateway:
             hits=len(outcome.matches),
             error=outcome.error,
             budget_ms=outcome.budget_ms,
+            hedged=outcome.hedged,
         )
 
     @staticmethod

@@ -64,3 +64,36 @@ def test_the_configuration_is_written_with_the_folder_supervisord_logs_into(tmp_
     assert conf == tmp_path / "state" / "supervisord.conf" and conf.is_file()
     assert (tmp_path / "state" / "logs").is_dir()  # supervisord refuses to start without it
     assert supervise.command(cfg)[-2:] == ["-c", str(conf)]
+
+
+def test_replicas_of_each_leg_on_their_own_ports_called_by_the_gateway_and_the_bridge() -> None:
+    cfg = TriBridConfig()
+    parser = configparser.RawConfigParser()
+    parser.read_string(supervise.render(cfg, PROCESS_ALL, "/venv/bin/python", Path("/work/repo"), replicas=2))
+    programs = [s.removeprefix("program:") for s in parser.sections() if s.startswith("program:")]
+    assert programs == [
+        "vector",
+        "vector-2",
+        "sparse",
+        "sparse-2",
+        "graph",
+        "graph-2",
+        "indexer",
+        "fusion",
+        "bridge",
+    ]
+    second = parser["program:vector-2"]
+    assert second["command"].endswith("serve vector")
+    port = cfg.services.vector_port + supervise.REPLICA_PORT_STEP
+    assert f'TRIBRID_SERVICES__VECTOR_PORT="{port}"' in second["environment"]
+    expected = (
+        f'TRIBRID_SERVICES__VECTOR_ADDRESS="ipv4:127.0.0.1:{cfg.services.vector_port},127.0.0.1:{port}"'
+    )
+    for caller in ("fusion", "bridge"):
+        assert expected in parser[f"program:{caller}"]["environment"]
+    assert "ADDRESS" not in parser["program:indexer"]["environment"]  # it calls no leg
+    # one /metrics port per process, none shared
+    metrics = [
+        parser[f"program:{p}"]["environment"].split('METRICS_PORT="')[1].split('"')[0] for p in programs
+    ]
+    assert len(set(metrics)) == len(programs)

@@ -1,0 +1,105 @@
+"""Hedged leg calls against the real vector leg of the test stack, with a slow second replica of it
+(tests/slow_replica.py: a real gRPC server forwarding after a delay)."""
+
+from __future__ import annotations
+
+import grpc
+
+from services.fusion.gateway import Gateway, LegClient
+from services.fusion.hedging import HedgedLeg, resolve
+from tests.slow_replica import slow_replica
+from tests.stack import SAMPLE_CORPUS, Stack, fusion_options
+from tribrid.config import HedgingConfig
+from tribrid.legs import BY_NAME, LEGS
+from tribrid.v1 import common_pb2, fusion_pb2, indexer_pb2, legs_pb2
+
+VECTOR = BY_NAME["vector"]
+CFG = HedgingConfig(min_samples=5, window=50, min_delay_ms=1.0, refresh_s=3600)
+
+
+def request(query: str = "cart total price") -> common_pb2.SearchRequest:
+    return common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query=query, top_k=5)
+
+
+async def test_resolve_lists_and_names() -> None:
+    assert await resolve("ipv4:127.0.0.1:1,127.0.0.1:2") == ["127.0.0.1:1", "127.0.0.1:2"]
+    assert await resolve("localhost:50061") == ["127.0.0.1:50061"]  # IPv4 only: services bind it
+    assert await resolve("dns:///127.0.0.1:7") == ["127.0.0.1:7"]
+
+
+async def test_a_slow_replica_is_hedged_to_the_fast_one(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    fast = f"127.0.0.1:{stack.servers['vector'].port}"
+    async with slow_replica(VECTOR.service, fast, delay_s=0.5) as slow:
+        leg = HedgedLeg(VECTOR.service, f"ipv4:{fast},{slow.address}", CFG, _plain_channel)
+        direct = HedgedLeg(VECTOR.service, fast, CFG, _plain_channel)
+        expected, hedged = await direct.search(request(), 10)
+        assert not hedged  # one endpoint: never hedged
+        outcomes = [await leg.search(request(), 10) for _ in range(16)]
+        await leg.close()
+        await direct.close()
+    # the calls alternate between the replicas (sorted by address); once the fast one has its
+    # window, every call that started on the slow one was answered by the fast one
+    assert all(list(answer.matches) == list(expected.matches) for answer, _ in outcomes)
+    slow_first = sorted([fast, slow.address])[0] == slow.address
+    on_slow = [i for i in range(10, 16) if (i % 2 == 0) == slow_first]
+    assert len(on_slow) == 3 and all(outcomes[i][1] for i in on_slow)
+    assert leg.hedges == sum(h for _, h in outcomes)
+    assert slow.cancelled >= len(on_slow)  # cancelled, not waited for
+
+
+async def test_a_hanging_replica_costs_no_answer(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    fast = f"127.0.0.1:{stack.servers['vector'].port}"
+    async with slow_replica(VECTOR.service, fast, delay_s=0.0) as slow:
+        leg = HedgedLeg(VECTOR.service, f"ipv4:{fast},{slow.address}", CFG, _plain_channel)
+        for _ in range(12):  # both endpoints healthy: windows fill, few hedges
+            await leg.search(request(), 10)
+        slow.hang = True
+        answers = [await leg.search(request(), 10) for _ in range(4)]
+        await leg.close()
+    assert all(a.matches for a, _ in answers)
+    slow_first = sorted([fast, slow.address])[0] == slow.address
+    # calls 12..15: those that started on the hanging replica were answered by the other
+    assert all(answers[i][1] for i in range(4) if (i % 2 == 0) == slow_first)
+
+
+async def test_the_gateway_reports_hedged_legs_and_answers_the_same(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
+) -> None:
+    fast = f"127.0.0.1:{stack.servers['vector'].port}"
+    async with slow_replica(VECTOR.service, fast, delay_s=0.4) as slow:
+        legs = {
+            leg.name: LegClient(
+                leg,
+                f"ipv4:{fast},{slow.address}"
+                if leg.name == "vector"
+                else f"127.0.0.1:{stack.servers[leg.name].port}",
+                hedging=CFG,
+            )
+            for leg in LEGS
+        }
+        gateway = Gateway(stack.cfg.fusion, stack.cfg.limits, legs, await stack.resources.pool())  # type: ignore[arg-type]
+        plain = await gateway.search(
+            common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart total price", top_k=5), 30
+        )
+        hedged_request = common_pb2.SearchRequest(
+            corpus_id=SAMPLE_CORPUS,
+            query="cart total price",
+            top_k=5,
+            options=fusion_options(enable_hedging=True),
+        )
+        replies = [await gateway.search(hedged_request, 30) for _ in range(14)]
+        await gateway.close()
+    reports = [next(r for r in reply.legs if r.leg == legs_pb2.LEG_VECTOR) for reply in replies]
+    assert any(r.hedged for r in reports[8:]) and not any(r.hedged for r in plain.legs)
+    assert all(r.status == fusion_pb2.LEG_STATUS_OK for r in reports)
+    assert all(
+        [m.chunk_id for m in reply.matches] == [m.chunk_id for m in plain.matches] for reply in replies
+    )
+
+
+def _plain_channel(address: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address)
