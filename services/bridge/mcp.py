@@ -144,8 +144,22 @@ def create_server(backend: Backend, timeout_s: float | None) -> MCPServer:
                 ' "graph.direction": "callers", "fusion.enable_expansion": true}'
             ),
         ] = None,
+        path_glob: Annotated[
+            str, Field(description="only files matching this glob, e.g. 'src/**/*.py' or 'docs/*.md'")
+        ] = "",
+        languages: Annotated[
+            list[str] | None, Field(description="only these languages, e.g. ['python'] or ['markdown']")
+        ] = None,
+        page_token: Annotated[
+            str, Field(description="the next page: next_page_token of the previous answer to the same call")
+        ] = "",
     ) -> CallToolResult:
-        request = common_pb2.SearchRequest(corpus_id=corpus, query=query)
+        request = common_pb2.SearchRequest(
+            corpus_id=corpus,
+            query=query,
+            filters=common_pb2.SearchFilters(path_glob=path_glob, languages=languages or []),
+            page_token=page_token,
+        )
         if top_k is not None:
             request.top_k = top_k
         try:
@@ -338,7 +352,12 @@ def render_search(query: str, corpus: str, reply: fusion_pb2.FusionSearchRespons
             if r.status not in (fusion_pb2.LEG_STATUS_OK, fusion_pb2.LEG_STATUS_DISABLED)
         ]
         head += f"; partial: {', '.join(failed)}"
-    return "\n".join([head, *(_match_lines(rank, m) for rank, m in enumerate(reply.matches, start=1))])
+    more = (
+        [f"more: call search again with page_token={reply.next_page_token!r}"]
+        if reply.next_page_token
+        else []
+    )
+    return "\n".join([head, *(_match_lines(rank, m) for rank, m in enumerate(reply.matches, start=1)), *more])
 
 
 def _entity(e: graph_pb2.GraphEntity) -> str:

@@ -303,6 +303,24 @@ async def test_http_search_is_the_gateways(stack: Stack, bridge: BridgeServer) -
     assert len({m["filePath"] for m in body["matches"]}) == len(ids)
 
 
+async def test_http_search_filters_and_pages(stack: Stack, bridge: BridgeServer) -> None:
+    async with http_session(f"http://127.0.0.1:{bridge.port}{PATH}") as session:
+        python_only, _ = await answer(
+            session, "search", query=QUERY, corpus=SAMPLE_CORPUS, top_k=10, path_glob="shop/*.py"
+        )
+        first, text = await answer(session, "search", query=QUERY, corpus=SAMPLE_CORPUS, top_k=3)
+        second, _ = await answer(
+            session, "search", query=QUERY, corpus=SAMPLE_CORPUS, top_k=3, page_token=first["nextPageToken"]
+        )
+        whole, _ = await answer(session, "search", query=QUERY, corpus=SAMPLE_CORPUS, top_k=6)
+    assert python_only["matches"] and all(
+        m["filePath"].startswith("shop/") and m["filePath"].endswith(".py") for m in python_only["matches"]
+    )
+    assert f"page_token={first['nextPageToken']!r}" in text
+    paged = [m["chunkId"] for m in first["matches"] + second["matches"]]
+    assert paged == [m["chunkId"] for m in whole["matches"]]
+
+
 # --- bearer tokens --------------------------------------------------------------------------------
 
 

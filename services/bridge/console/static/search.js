@@ -25,6 +25,12 @@ function readForm() {
     fusion.enableExpansion = true;
     if ($("expansion-hops").value) fusion.expansionMaxHops = Number($("expansion-hops").value);
   }
+  if ($("mmr").checked) {
+    fusion.enableMmr = true;
+    if ($("mmr-lambda").value !== "") fusion.mmrLambda = Number($("mmr-lambda").value);
+  }
+  if ($("rerank").checked) fusion.enableRerank = true;
+  if ($("hedging").checked) fusion.enableHedging = true;
   const request = { corpusId: $("corpus").value.trim(), query: $("query").value, topK: Number($("top-k").value) };
   if (Object.keys(fusion).length) request.options = { fusion };
   return request;
@@ -46,6 +52,10 @@ function fillForm(request) {
   }
   $("expansion").checked = !!fusion.enableExpansion;
   $("expansion-hops").value = fusion.expansionMaxHops ?? "";
+  $("mmr").checked = !!fusion.enableMmr;
+  $("mmr-lambda").value = fusion.mmrLambda ?? "";
+  $("rerank").checked = !!fusion.enableRerank;
+  $("hedging").checked = !!fusion.enableHedging;
 }
 
 function requestFromHash() {
@@ -118,7 +128,7 @@ function renderLatency(answer) {
       el("span", {}, Console.short(r.leg, "LEG_")),
       el("span", { class: "bar", title: `${r.latencyMs.toFixed(1)} of ${r.budgetMs.toFixed(0)} ms` },
         el("span", { style: `width:${share.toFixed(1)}%` })),
-      el("span", {}, `${r.latencyMs.toFixed(1)} / ${r.budgetMs.toFixed(0)} ms · ${status} · ${r.hits} hits`),
+      el("span", {}, `${r.latencyMs.toFixed(1)} / ${r.budgetMs.toFixed(0)} ms · ${status} · ${r.hits} hits${r.hedged ? " · hedged" : ""}`),
       r.error ? el("span", { class: "error" }, r.error) : "");
   });
   $("latency").replaceChildren(el("h3", {}, "Each leg's latency against its budget"), ...rows,
@@ -128,12 +138,14 @@ function renderLatency(answer) {
 function renderFused(request, answer) {
   const legs = Console.legs;
   $("fused").tHead.replaceChildren(el("tr", {}, el("th", {}, "#"), el("th", {}, "score"), el("th", {}, "location"),
-    el("th", {}, "symbol / section"), ...legs.map((l) => el("th", {}, l)), el("th", {}, "technique lists")));
+    el("th", {}, "symbol / section"), ...legs.map((l) => el("th", {}, l)), el("th", {}, "technique lists, stages")));
   const rank = new Map(answer.matches.map((m, i) => [m.chunkId, i + 1]));
   const rows = answer.matches.map((m, i) => {
     const sources = (m.explain || []).filter((e) => e.source && e.leg !== "LEG_EXPANSION")
       .map((e) => `${Console.short(e.leg, "LEG_")}:${e.source} #${e.rank}`);
     const expanded = (m.explain || []).find((e) => e.leg === "LEG_EXPANSION");
+    const reranked = (m.explain || []).find((e) => e.leg === "LEG_RERANK");
+    if (reranked) sources.push(`rerank ${reranked.rawScore.toFixed(3)} (fused #${reranked.fusedRank})`);
     return el("tr", { dataset: { chunkId: m.chunkId }, class: "clickable", onclick: () => openChunk(request, m) },
       el("td", {}, m.expanded ? `${i + 1}+` : i + 1),
       el("td", {}, m.score.toFixed(4)),
