@@ -151,6 +151,13 @@ fusion-lab: serve
 	$(PY) -m evaluation.run --no-index --top-k 30 --keep-lists --out .state/fusion-lab
 	$(PY) -m bench.fusion_lab .state/fusion-lab/eval-latest.json
 
+# Leg weights and rrf_k per query kind learned from judged queries by k-fold cross-validation
+# (evaluation/tune.py, docs/tuning.md): make tune FILE="a.jsonl b.jsonl" CORPUS=myrepo [OUT=tune.toml].
+# Writes a config snippet and its report beside it; never the running config.
+.PHONY: tune
+tune: serve
+	$(PY) -m evaluation.tune $(FILE) --corpus $(CORPUS) --out $(or $(OUT),tune.toml)
+
 # Rebuild evals/sets/ from the installed click + httpx (deterministic: sorted, seeded).
 eval-sets: install
 	$(PY) -m evaluation.build_sets

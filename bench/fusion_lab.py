@@ -27,12 +27,11 @@ from rich.table import Table
 from bench.report import write_report
 from evaluation import REPO_ROOT, build_sets, doc_sets, lang_sets, unseen_sets
 from evaluation.metrics import Span, is_match, is_strict_match, score_query
+from evaluation.refuse import corpus_profiles
 from evaluation.run import SET_NAMES, EvalQuery, load_sets
 from services.fusion.fuse import Fused, Ranked, keep_leg_order, rrf, weighted
 from services.fusion.gateway import confident_weights, plan
 from tribrid.config import FusionConfig, load_config
-from tribrid.corpus_profile import CorpusProfile, CorpusProfiles
-from tribrid.stores.postgres import create_pool
 from tribrid.v1 import common_pb2
 
 console = Console(width=max(Console().width, 140))
@@ -111,19 +110,9 @@ RULES: dict[str, Rule] = {
 }
 
 
-async def profiles(corpora: set[str]) -> dict[str, CorpusProfile | None]:
-    cfg = load_config()
-    pool = await create_pool(cfg.postgres, cfg.embedding.dim, cfg.vector)
-    try:
-        known = CorpusProfiles(pool)
-        return {corpus: await known.get(corpus) for corpus in sorted(corpora)}
-    finally:
-        await pool.close()
-
-
 def lab_queries(report: Mapping[str, Any], sets: Mapping[str, tuple[str, list[EvalQuery]]]) -> list[LabQuery]:
     cfg = load_config()
-    corpus_profiles = asyncio.run(profiles({corpus for corpus, _ in sets.values()}))
+    profiles = asyncio.run(corpus_profiles(cfg, {corpus for corpus, _ in sets.values()}))
     out: list[LabQuery] = []
     for set_name, by_leg in report["per_query"].items():
         if set_name not in sets:
@@ -138,7 +127,7 @@ def lab_queries(report: Mapping[str, Any], sets: Mapping[str, tuple[str, list[Ev
                 lists[leg] = [Ranked(str(r[0]), float(r[4])) for r in ranked]
                 where.update({str(r[0]): (str(r[1]), int(r[2]), int(r[3])) for r in ranked})
             request = common_pb2.SearchRequest(corpus_id=corpus, query=query.query)
-            fusion_plan = plan(cfg.fusion, request, corpus_profiles[corpus])
+            fusion_plan = plan(cfg.fusion, request, profiles[corpus])
             scores = {leg: [r.score for r in ranked] for leg, ranked in lists.items()}
             confident = confident_weights(fusion_plan, scores, cfg.fusion.candidates_per_leg)[0]
             out.append(

@@ -419,6 +419,23 @@ def explain_query(
     console.print(query_reading(reply))
 
 
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False
+)
+def tune(ctx: typer.Context) -> None:
+    """Learn the fusion weights and rrf_k per query kind from judged queries (k-fold cross-validated);
+    writes a config snippet, never the running config. `tribrid tune --help` for its options."""
+    # its logic imports evaluation/, which a checkout has and an installed wheel does not
+    checkout = Path(__file__).resolve().parents[1]
+    if not (checkout / "evaluation" / "tune.py").is_file():
+        err_console.print("tribrid tune needs a source checkout (evaluation/ is not installed): run it there")
+        raise typer.Exit(2)
+    sys.path.insert(0, str(checkout))
+    from evaluation.tune import main as tune_main
+
+    raise typer.Exit(tune_main(ctx.args))
+
+
 async def _search(
     cfg: TriBridConfig, request: common_pb2.SearchRequest, timeout_s: float
 ) -> fusion_pb2.FusionSearchResponse:
