@@ -131,7 +131,8 @@ def create_server(backend: Backend, timeout_s: float | None) -> MCPServer:
         top_k: Annotated[
             int | None,
             Field(
-                ge=1,
+                # any int32: the gateway's own check names the allowed range (1..max_top_k)
+                ge=-(2**31),
                 le=2**31 - 1,
                 description="how many results, 1..limits.max_top_k (100); unset = fusion.final_k (10)",
             ),
