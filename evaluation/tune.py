@@ -46,7 +46,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench.report import write_report
-from evaluation.metrics import Matcher, Span, is_match, is_strict_match, ndcg_at, score_query
+from evaluation.metrics import Matcher, Span, is_loose_match, is_match, is_strict_match, ndcg_at, score_query
 from evaluation.refuse import LegLists, LegSearch, corpus_profiles, gateway_order
 from tribrid import auth, tls
 from tribrid.config import ConfigError, FusionConfig, TriBridConfig, load_config
@@ -55,7 +55,9 @@ from tribrid.question.contract import KINDS
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
 
 console = Console(width=max(Console().width, 120))
-MATCHERS: dict[str, Matcher] = {"code": is_match, "strict": is_strict_match}
+# code: the definition's chunk; strict: a document chunk that is mostly the answer; loose: a chunk
+# holding any answering line (the entity sets' answers are paragraphs, evaluation/entity_sets.py)
+MATCHERS: dict[str, Matcher] = {"code": is_match, "strict": is_strict_match, "loose": is_loose_match}
 # a tie within float noise: the mean of the same hits summed in another order
 TIE = 1e-12
 
@@ -732,7 +734,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, default=0.1, help="the weight grid's step over the simplex")
     p.add_argument("--rrf-k", nargs="+", type=float, default=[10.0, 30.0, 60.0], help="rrf_k values tried")
     p.add_argument("--min-queries", type=int, default=8, help="a kind with fewer keeps its weights")
-    p.add_argument("--match", choices=sorted(MATCHERS), default="code", help="code, or strict (documents)")
+    p.add_argument(
+        "--match", choices=sorted(MATCHERS), default="code", help="code; strict or loose (documents)"
+    )
     p.add_argument("--check", type=int, default=5, help="queries compared with the gateway's own answer")
     p.add_argument("--concurrency", type=int, default=4, help="queries in flight")
     return p

@@ -281,7 +281,14 @@ def plan(
         if kind_weights is not None:
             weights = {leg: kind_weights.get(leg, 0.0) for leg in LEG_NAMES}
             if corpus is not None:
-                reason = _scale_code_legs(weights, fcfg.code_legs, corpus, kind)
+                scaled_weights = dict(weights)
+                reason = _scale_code_legs(scaled_weights, fcfg.code_legs, corpus, kind)
+                # a kind that weighs only code legs keeps them on a corpus of documents: scaled to
+                # nothing, the answer would have no leg to come from
+                if sum(scaled_weights[leg] for leg in LEG_NAMES if enabled[leg]) > 0:
+                    weights = scaled_weights
+                else:
+                    reason = ""
                 code_scaled = bool(reason)
             scaled = kind in fcfg.confidence_kinds and fcfg.method != "rrf" and fcfg.confidence_power > 0
             lead = fcfg.lead_legs.get(kind, "") if fcfg.method != "rrf" else ""

@@ -225,3 +225,15 @@ def test_the_model_reads_english_whole_and_chinese_in_part() -> None:
     # 林 家 的 女 and the full-width question mark are known: 5 of 10 pieces
     assert coverage.of("林黛玉是哪家的女儿\N{FULLWIDTH QUESTION MARK}") == pytest.approx(0.5)
     assert model_coverage(EmbeddingConfig(provider="openai")) is None
+
+
+def test_a_kind_that_weighs_only_the_graph_keeps_it_on_a_corpus_of_documents() -> None:
+    graph_only = FusionConfig(query_kind_weights={"natural": {"vector": 0.0, "sparse": 0.0, "graph": 1.0}})
+    request = common_pb2.SearchRequest(corpus_id="c", query="read the configuration from a file")
+    documents = CorpusProfile(1, 10, 10)
+    kept = plan(graph_only, request, documents)
+    assert kept.reading.kind == "natural"
+    assert kept.weights == {"vector": 0.0, "sparse": 0.0, "graph": 1.0} and not kept.code_scaled
+    # with another leg weighed, the graph's share is scaled away as before
+    shared = FusionConfig(query_kind_weights={"natural": {"vector": 0.5, "sparse": 0.0, "graph": 0.5}})
+    assert plan(shared, request, documents).weights == {"vector": 1.0, "sparse": 0.0, "graph": 0.0}
