@@ -29,17 +29,13 @@ from rich.table import Table
 
 from bench import click_corpus
 from bench.click_corpus import index_once
-from bench.procstack import free_port
+from bench.procstack import in_process_stack
 from bench.report import percentile, write_report
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
 from tests.slow_replica import SlowReplica, slow_replica
-from tribrid.config import load_config
 from tribrid.legs import BY_NAME, LEGS
-from tribrid.resources import Resources
-from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, legs_pb2
-from tribridctl.compose import ALL_SERVICES, start_services
 
 RESULTS = REPO_ROOT / "bench" / "results"
 CORPUS = "bench-techniques"  # the same indexed click as bench_techniques, when its state dir is shared
@@ -73,21 +69,14 @@ async def _run_case(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    cfg = load_config(
-        state_dir=Path(args.state_dir),
-        postgres={"port": free_port(), "database": "tribrid_bench_techniques"},
-        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_bt_"},
-        embedding={"num_threads": 2},
-        services={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")},
-        telemetry={"metrics_port": 0},
-    )
-    embedded.up(cfg)
-    resources = Resources(cfg)
-    servers = {str(n): s for n, s in (await start_services(cfg, ALL_SERVICES, resources)).items()}
     vector = BY_NAME["vector"]
     queries = [q for _ in range(args.rounds) for q in click_corpus.QUERIES]
     results: dict[str, dict[str, Any]] = {}
-    try:
+    async with in_process_stack(Path(args.state_dir), "tribrid_bench_techniques", "tribrid_bt_") as (
+        cfg,
+        resources,
+        servers,
+    ):
         await index_once(servers["indexer"].port, Path(args.path), CORPUS, console)
         pool = await resources.pool()
         target = f"127.0.0.1:{servers['vector'].port}"
@@ -114,11 +103,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     with console.status(label):
                         results[label] = await _run_case(gateway, (a, b), hedge, queries, args.warm)
                     await gateway.close()
-    finally:
-        for server in servers.values():
-            await server.stop(0)
-        await resources.close()
-        embedded.down(cfg)
     healthy_p99 = results["healthy, hedging on"]["p99_ms"]
     return {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -35,7 +35,7 @@ from rich.table import Table
 
 from bench import click_corpus
 from bench.click_corpus import index_once
-from bench.procstack import free_port
+from bench.procstack import in_process_stack
 from bench.report import percentile, write_report
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
@@ -48,15 +48,11 @@ from tribrid.config import (
     MultiQuerySettings,
     RerankConfig,
     TechniqueRegistry,
-    load_config,
 )
 from tribrid.generation import GenerationClient
 from tribrid.legs import LEGS
-from tribrid.resources import Resources
-from tribrid.stores import embedded
 from tribrid.v1 import common_pb2, fusion_pb2
 from tribrid.v1.legs_pb2 import LEG_RERANK
-from tribridctl.compose import ALL_SERVICES, start_services
 
 RESULTS = REPO_ROOT / "bench" / "results"
 CORPUS = "bench-techniques"
@@ -118,21 +114,11 @@ async def _measure(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    state = Path(args.state_dir)
-    cfg = load_config(
-        state_dir=state,
-        postgres={"port": free_port(), "database": "tribrid_bench_techniques"},
-        graph_store={"falkordb_port": free_port(), "graph_prefix": "tribrid_bt_"},
-        embedding={"num_threads": 2},
-        services={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")},
-        telemetry={"metrics_port": 0},
-    )
-    embedded.up(cfg)
-    resources = Resources(cfg)
-    servers = {
-        str(name): server for name, server in (await start_services(cfg, ALL_SERVICES, resources)).items()
-    }
-    try:
+    async with in_process_stack(Path(args.state_dir), "tribrid_bench_techniques", "tribrid_bt_") as (
+        cfg,
+        resources,
+        servers,
+    ):
         await index_once(servers["indexer"].port, Path(args.path), CORPUS, console)
         pool = await resources.pool()
         legs = {leg.name: LegClient(leg, f"127.0.0.1:{servers[leg.name].port}") for leg in LEGS}
@@ -157,11 +143,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await rerank_client.close()
         for client in legs.values():
             await client.close()
-    finally:
-        for server in servers.values():
-            await server.stop(0)
-        await resources.close()
-        embedded.down(cfg)
 
     def summary(took: dict[str, list[float]], ended: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
         base = statistics.median(took["off"])

@@ -8,12 +8,14 @@ Nothing here touches the default `.state` or the default ports: other stacks may
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,8 +24,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from evaluation import REPO_ROOT
 from tribrid.config import TriBridConfig, load_config
+from tribrid.resources import Resources
+from tribrid.server import RunningServer
 from tribrid.stores import embedded
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
+from tribridctl.compose import ALL_SERVICES, start_services
 
 SERVICE_NAMES = ("vector", "sparse", "graph", "indexer", "fusion")
 
@@ -185,3 +190,31 @@ def vm_hwm_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+@contextlib.asynccontextmanager
+async def in_process_stack(
+    state_dir: Path, database: str, graph_prefix: str
+) -> AsyncIterator[tuple[TriBridConfig, Resources, dict[str, RunningServer]]]:
+    """Embedded stores on free ports under `state_dir` and every gRPC service in this process on
+    ephemeral ports; all stopped when the block ends."""
+    cfg = load_config(
+        state_dir=state_dir,
+        postgres={"port": free_port(), "database": database},
+        graph_store={"falkordb_port": free_port(), "graph_prefix": graph_prefix},
+        embedding={"num_threads": 2},
+        services={f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")},
+        telemetry={"metrics_port": 0},
+    )
+    embedded.up(cfg)
+    resources = Resources(cfg)
+    servers = {
+        str(name): server for name, server in (await start_services(cfg, ALL_SERVICES, resources)).items()
+    }
+    try:
+        yield cfg, resources, servers
+    finally:
+        for server in servers.values():
+            await server.stop(0)
+        await resources.close()
+        embedded.down(cfg)

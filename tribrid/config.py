@@ -450,48 +450,42 @@ def _known_techniques(value: list[str]) -> list[str]:
     return list(dict.fromkeys(value))
 
 
-class GenerationConfig(_Section):
-    """The generation model the query techniques call: any OpenAI-compatible /chat/completions
-    (Ollama http://127.0.0.1:11434/v1, vLLM, llama.cpp server, OpenAI). No base_url: the
-    techniques are unavailable."""
+class _ModelEndpoint(_Section):
+    """A model behind an HTTP API; no base_url: what needs it is unavailable."""
 
     base_url: str = ""
     model: str = ""
+    # Sent as a bearer token; it never appears in logs, traces, errors or repr.
     api_key: SecretStr = SecretStr("")
-    # Per HTTP request (connect, read, write); the technique's own budget cuts it shorter.
+    # Per HTTP request (connect, read, write); the caller's own budget cuts it shorter.
     timeout_s: float = Field(30.0, gt=0, le=600)
     # Connection failures are retried by the HTTP transport (httpx), never answers.
     max_retries: int = Field(1, ge=0, le=10)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+
+class GenerationConfig(_ModelEndpoint):
+    """The generation model the query techniques call: any OpenAI-compatible /chat/completions
+    (Ollama http://127.0.0.1:11434/v1, vLLM, llama.cpp server, OpenAI)."""
+
     max_tokens: int = Field(256, ge=1, le=32_768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     # Generated text kept by (model, prompt, query); 0 = no cache.
     cache_size: int = Field(1024, ge=0, le=1_000_000)
 
-    @property
-    def configured(self) -> bool:
-        return bool(self.base_url)
 
-
-class RerankConfig(_Section):
+class RerankConfig(_ModelEndpoint):
     """The reranker the gateway's rerank stage calls: any endpoint speaking the common /rerank
     shape ({model, query, documents, top_n} -> results [{index, relevance_score}]), as Cohere,
-    Jina, Hugging Face TEI, vLLM and Infinity serve it. No base_url: the stage is unavailable."""
+    Jina, Hugging Face TEI, vLLM and Infinity serve it; POSTed to base_url + "/rerank" (e.g.
+    http://127.0.0.1:7997 for Infinity, …/v1 for vLLM)."""
 
-    # POSTed to base_url + "/rerank" (e.g. http://127.0.0.1:7997 for Infinity, …/v1 for vLLM)
-    base_url: str = ""
-    model: str = ""
-    api_key: SecretStr = SecretStr("")
-    # Per HTTP request; the stage's own budget (fusion.rerank_timeout_ms) cuts it shorter.
-    timeout_s: float = Field(30.0, gt=0, le=600)
-    # Connection failures are retried by the HTTP transport (httpx), never answers.
-    max_retries: int = Field(1, ge=0, le=10)
     # Each match is sent as its title line and content, cut to this many characters: cross-encoders
     # read 512 tokens at most, and a long chunk would only cost transfer.
     max_chars: int = Field(2000, ge=1, le=100_000)
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.base_url)
 
 
 class HedgingConfig(_Section):
