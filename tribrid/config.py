@@ -483,9 +483,24 @@ class RerankConfig(_ModelEndpoint):
     Jina, Hugging Face TEI, vLLM and Infinity serve it; POSTed to base_url + "/rerank" (e.g.
     http://127.0.0.1:7997 for Infinity, …/v1 for vLLM)."""
 
+    # Or a cross-encoder in a local directory, run in the gateway through sentence-transformers
+    # (nothing downloaded; the gateway then needs tribrid[vector]); instead of base_url.
+    model_path: Path | None = None
     # Each match is sent as its title line and content, cut to this many characters: cross-encoders
     # read 512 tokens at most, and a long chunk would only cost transfer.
     max_chars: int = Field(2000, ge=1, le=100_000)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url) or self.model_path is not None
+
+    @model_validator(mode="after")
+    def _one_reranker(self) -> RerankConfig:
+        if self.base_url and self.model_path is not None:
+            raise ValueError(
+                "set base_url (a /rerank endpoint) or model_path (a local cross-encoder), not both"
+            )
+        return self
 
 
 class HedgingConfig(_Section):
@@ -868,7 +883,10 @@ class TriBridConfig(BaseSettings):
     @model_validator(mode="after")
     def _rerank_has_an_endpoint(self) -> TriBridConfig:
         if self.fusion.enable_rerank and not self.rerank.configured:
-            raise ValueError("fusion.enable_rerank calls a reranker on every request: set rerank.base_url")
+            raise ValueError(
+                "fusion.enable_rerank calls a reranker on every request: "
+                "set rerank.base_url or rerank.model_path"
+            )
         return self
 
     @model_validator(mode="after")

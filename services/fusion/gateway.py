@@ -38,7 +38,7 @@ from services.fusion.fuse import (
 )
 from services.fusion.hedging import HedgedLeg, listed_addresses, name_and_port
 from services.fusion.mmr import diversify
-from services.fusion.rerank import RerankClient, rerank
+from services.fusion.rerank import Reranker, rerank
 from services.fusion.techniques import RankedList, TechniqueContext, TechniqueResult
 from tribrid import auth, telemetry, tls
 from tribrid.config import FusionConfig, HedgingConfig, LimitsConfig, ServicesConfig
@@ -403,7 +403,7 @@ class Gateway:
         legs: dict[str, LegClient],
         pool: asyncpg.Pool,
         generation: GenerationClient | None = None,
-        reranker: RerankClient | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         """`pool`: where the final matches' content is read, once per request; `generation`:
         the model the query techniques call (None: they are unavailable); `reranker`: the
@@ -426,7 +426,7 @@ class Gateway:
         services: ServicesConfig,
         pool: asyncpg.Pool,
         generation: GenerationClient | None = None,
-        reranker: RerankClient | None = None,
+        reranker: Reranker | None = None,
     ) -> Gateway:
         legs = {leg.name: LegClient(leg, services.address(leg.name), services, cfg.hedging) for leg in LEGS}
         return cls(cfg, limits, legs, pool, generation, reranker)
@@ -476,8 +476,8 @@ class Gateway:
         if fcfg.enable_rerank and self._reranker is None:
             raise RequestError(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                "fusion.enable_rerank needs a reranker: set rerank.base_url "
-                "(any /rerank endpoint: Cohere, Jina, TEI, vLLM, Infinity)",
+                "fusion.enable_rerank needs a reranker: set rerank.base_url (any /rerank endpoint: "
+                "Cohere, Jina, TEI, vLLM, Infinity) or rerank.model_path (a local cross-encoder)",
             )
 
         # Legs return more candidates than the fused answer needs: fusion works on their union.

@@ -2,9 +2,10 @@
 
 The reranker is any endpoint speaking the common /rerank shape: `{model, query, documents, top_n}`
 answered by `{"results": [{index, relevance_score}]}` (Cohere, Jina, Hugging Face TEI, vLLM,
-Infinity). The stage runs under its own budget inside the caller's deadline; whatever goes wrong
-(an HTTP error, a timeout, an answer that does not score every document) it reports why and the
-fused order stands. The API key goes into the client's headers only: no log, span or error holds it.
+Infinity), or a cross-encoder in a local directory run through sentence-transformers. The stage
+runs under its own budget inside the caller's deadline; whatever goes wrong (an HTTP error, a
+timeout, an answer that does not score every document) it reports why and the fused order stands.
+The API key goes into the client's headers only: no log, span or error holds it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -44,6 +45,50 @@ def relevance_scores(body: Any, count: int) -> list[float]:
     if len(scores) != count:
         raise RerankError(f"the reranker scored {len(scores)} of the {count} documents")
     return [scores[i] for i in range(count)]
+
+
+class Reranker(Protocol):
+    model: str
+    max_chars: int
+
+    async def scores(self, query: str, documents: list[str]) -> list[float]: ...
+
+    async def close(self) -> None: ...
+
+
+def reranker(cfg: RerankConfig) -> Reranker | None:
+    """The configured reranker (None: none is); a local model is loaded now."""
+    if cfg.model_path is not None:
+        return LocalReranker(cfg)
+    return RerankClient(cfg) if cfg.base_url else None
+
+
+class LocalReranker:
+    """A cross-encoder from a local directory through sentence-transformers, nothing downloaded.
+    Predictions run in a worker thread, one at a time: a timed-out one still finishes there."""
+
+    def __init__(self, cfg: RerankConfig) -> None:
+        assert cfg.model_path is not None
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError:
+            raise ValueError(
+                "rerank.model_path runs a cross-encoder through sentence-transformers: "
+                "install tribrid[vector]"
+            ) from None
+        self.model = cfg.model or cfg.model_path.name
+        self.max_chars = cfg.max_chars
+        self._encoder = CrossEncoder(str(cfg.model_path), device="cpu", local_files_only=True)
+        self._lock = asyncio.Lock()
+
+    async def scores(self, query: str, documents: list[str]) -> list[float]:
+        pairs = [(query, document) for document in documents]
+        async with self._lock:
+            values = await asyncio.to_thread(self._encoder.predict, pairs, show_progress_bar=False)
+        return [float(v) for v in values]
+
+    async def close(self) -> None:
+        return None
 
 
 class RerankClient:
@@ -112,7 +157,7 @@ def reorder(matches: list[common_pb2.ChunkMatch], scores: list[float]) -> list[c
 
 
 async def rerank(
-    client: RerankClient, query: str, matches: list[common_pb2.ChunkMatch], budget_s: float
+    client: Reranker, query: str, matches: list[common_pb2.ChunkMatch], budget_s: float
 ) -> tuple[fusion_pb2.LegReport, list[common_pb2.ChunkMatch]]:
     """The stage's report and the matches, reranked when the reranker answered within `budget_s`
     (their content must be filled); otherwise the matches as they came."""

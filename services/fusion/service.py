@@ -7,7 +7,7 @@ import asyncio
 import grpc
 
 from services.fusion.gateway import Gateway
-from services.fusion.rerank import RerankClient
+from services.fusion.rerank import reranker as configured_reranker
 from tribrid.generation import GenerationClient
 from tribrid.question import learned
 from tribrid.resources import Resources
@@ -34,7 +34,7 @@ async def build(res: Resources) -> ServiceSpec:
     # pool of the gateway's own, not one shared with a leg hosted in the same process.
     pool = await res.pool({"application_name": "tribrid-fusion"}, search=True)
     generation = GenerationClient(cfg.generation) if cfg.generation.configured else None
-    reranker = RerankClient(cfg.rerank) if cfg.rerank.configured else None
+    reranker = await asyncio.to_thread(configured_reranker, cfg.rerank)  # a local model loads here
     gateway = Gateway.connect(cfg.fusion, cfg.limits, cfg.services, pool, generation, reranker)
     servicer = FusionServicer(gateway)
     return ServiceSpec(

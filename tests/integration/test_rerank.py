@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -14,10 +15,11 @@ from pydantic import SecretStr
 
 from services.bridge.service import start_bridge
 from services.fusion.gateway import Gateway, LegClient
-from services.fusion.rerank import RerankClient
+from services.fusion.rerank import LocalReranker, RerankClient, document_text
 from tests.rerank_server import ScriptedReranker, rerank_server
 from tests.stack import SAMPLE_CORPUS, Stack, fusion_options
 from tribrid.config import RerankConfig
+from tribrid.embedding import bundled_model_path
 from tribrid.legs import LEGS
 from tribrid.options import RequestError, set_option
 from tribrid.resources import Resources
@@ -220,3 +222,43 @@ async def test_a_fusion_service_with_a_reranker_over_grpc_and_http(
     (report,) = [r for r in answer.json()["legs"] if r["leg"] == "LEG_RERANK"]
     assert report["status"] == "LEG_STATUS_OK"
     assert "enableRerank" in json.dumps(document) and "fusedRank" in json.dumps(document)
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cross-encoder saved in a local directory: the bundled MiniLM with a scoring head (seeded;
+    its scores mean nothing, they only have to be the model's own)."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("cross-encoder")
+    CrossEncoder(str(bundled_model_path()), num_labels=1, device="cpu", local_files_only=True).save(str(path))
+    return path
+
+
+async def test_a_local_cross_encoder_orders_the_answer_by_its_scores(
+    stack: Stack, sample_corpus: indexer_pb2.IndexProgress, cross_encoder_dir: Path
+) -> None:
+    from sentence_transformers import CrossEncoder
+
+    local = LocalReranker(RerankConfig(model_path=cross_encoder_dir))
+    legs = {leg.name: LegClient(leg, f"127.0.0.1:{stack.servers[leg.name].port}") for leg in LEGS}
+    gateway = Gateway(stack.cfg.fusion, stack.cfg.limits, legs, await stack.resources.pool(), reranker=local)  # type: ignore[arg-type]
+    fused = await gateway.search(request(top_k=6), remaining_s=30)
+    answer = await gateway.search(request(top_k=6, enable_rerank=True, rerank_candidates=6), remaining_s=30)
+    await gateway.close()
+    assert rerank_report(answer).status == fusion_pb2.LEG_STATUS_OK
+    model = CrossEncoder(str(cross_encoder_dir), device="cpu", local_files_only=True)
+    expected = model.predict([(QUERY, document_text(m, local.max_chars)) for m in fused.matches])
+    by_score = sorted(zip(expected, ids(fused), strict=True), key=lambda pair: -pair[0])
+    assert ids(answer) == [cid for _, cid in by_score]
+    assert [m.score for m in answer.matches] == pytest.approx(
+        sorted(expected.tolist(), reverse=True), abs=1e-5
+    )
+    assert local.model == cross_encoder_dir.name
+
+
+def test_one_reranker_at_a_time() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        RerankConfig(base_url="http://127.0.0.1:1/v1", model_path=Path("/models/x"))
