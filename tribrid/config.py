@@ -450,7 +450,7 @@ def _known_techniques(value: list[str]) -> list[str]:
     return list(dict.fromkeys(value))
 
 
-class _ModelEndpoint(_Section):
+class ModelEndpoint(_Section):
     """A model behind an HTTP API; no base_url: what needs it is unavailable."""
 
     base_url: str = ""
@@ -467,7 +467,7 @@ class _ModelEndpoint(_Section):
         return bool(self.base_url)
 
 
-class GenerationConfig(_ModelEndpoint):
+class GenerationConfig(ModelEndpoint):
     """The generation model the query techniques call: any OpenAI-compatible /chat/completions
     (Ollama http://127.0.0.1:11434/v1, vLLM, llama.cpp server, OpenAI)."""
 
@@ -477,7 +477,7 @@ class GenerationConfig(_ModelEndpoint):
     cache_size: int = Field(1024, ge=0, le=1_000_000)
 
 
-class RerankConfig(_ModelEndpoint):
+class RerankConfig(ModelEndpoint):
     """The reranker the gateway's rerank stage calls: any endpoint speaking the common /rerank
     shape ({model, query, documents, top_n} -> results [{index, relevance_score}]), as Cohere,
     Jina, Hugging Face TEI, vLLM and Infinity serve it; POSTed to base_url + "/rerank" (e.g.

@@ -16,6 +16,7 @@ from cachetools import LRUCache
 
 from tribrid import telemetry
 from tribrid.config import GenerationConfig
+from tribrid.model_endpoint import endpoint_client
 
 T = TypeVar("T")
 
@@ -44,13 +45,7 @@ class GenerationClient:
             raise ValueError("generation.base_url is not set")
         self.model = cfg.model
         self._cfg = cfg
-        key = cfg.api_key.get_secret_value()
-        self._client = httpx.AsyncClient(
-            base_url=cfg.base_url.rstrip("/") + "/",
-            timeout=httpx.Timeout(cfg.timeout_s),
-            transport=httpx.AsyncHTTPTransport(retries=cfg.max_retries),
-            headers={"Authorization": f"Bearer {key}"} if key else {},
-        )
+        self._client = endpoint_client(cfg)
         self._cache: LRUCache[tuple[str, str, str], object] | None = (
             LRUCache(maxsize=cfg.cache_size) if cfg.cache_size else None
         )

@@ -19,6 +19,7 @@ import httpx
 
 from tribrid import telemetry
 from tribrid.config import RerankConfig
+from tribrid.model_endpoint import endpoint_client
 from tribrid.v1 import common_pb2, fusion_pb2, legs_pb2
 
 
@@ -93,17 +94,11 @@ class LocalReranker:
 
 class RerankClient:
     def __init__(self, cfg: RerankConfig) -> None:
-        if not cfg.configured:
+        if not cfg.base_url:
             raise ValueError("rerank.base_url is not set")
         self.model = cfg.model
         self.max_chars = cfg.max_chars
-        key = cfg.api_key.get_secret_value()
-        self._client = httpx.AsyncClient(
-            base_url=cfg.base_url.rstrip("/") + "/",
-            timeout=httpx.Timeout(cfg.timeout_s),
-            transport=httpx.AsyncHTTPTransport(retries=cfg.max_retries),
-            headers={"Authorization": f"Bearer {key}"} if key else {},
-        )
+        self._client = endpoint_client(cfg)
 
     def __repr__(self) -> str:
         return f"RerankClient(base_url={str(self._client.base_url)!r}, model={self.model!r})"
