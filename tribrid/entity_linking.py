@@ -111,6 +111,11 @@ def _fold(text: str) -> str:
     return " ".join(folded.split())
 
 
+def _spaced(text: str) -> str:
+    """Whitespace runs as one space (none at the ends), nothing else changed."""
+    return " ".join(text.split())
+
+
 def _spellings(name: str) -> tuple[str, ...]:
     """The folded name and, for an accented name, its unaccented spelling (in this order, so that
     the output does not depend on string hashing)."""
@@ -118,6 +123,12 @@ def _spellings(name: str) -> tuple[str, ...]:
         return ()
     folded = _fold(name)
     return tuple(dict.fromkeys(s for s in (folded, _DIACRITICS.sub("", folded)) if s))
+
+
+def _exact_spellings(name: str) -> tuple[str, ...]:
+    if len(unicodedata.normalize("NFKC", name).strip()) < _MIN_NAME_LENGTH:
+        return ()
+    return (_spaced(name),)
 
 
 def _byte_chars(data: bytes) -> str:
@@ -147,14 +158,17 @@ def _boundary_ok(data: bytes, start: int, end: int, surface: _Surface) -> bool:
 
 class EntityLinker:
     """Finds known entities' names and aliases in texts: case-insensitive, accent-aware, on
-    token boundaries for scripts written with spaces, anywhere for CJK and Thai."""
+    token boundaries for scripts written with spaces, anywhere for CJK and Thai. With
+    `case_sensitive`, as written (code names: `BaseCommand` is not the prose's "basecommand")."""
 
-    def __init__(self, entities: Iterable[KnownEntity]) -> None:
-        # folded spelling -> the entities it names, in the order they came
+    def __init__(self, entities: Iterable[KnownEntity], *, case_sensitive: bool = False) -> None:
+        self._normalize = _spaced if case_sensitive else _fold
+        spellings = _exact_spellings if case_sensitive else _spellings
+        # spelling -> the entities it names, in the order they came
         owners: dict[str, dict[str, None]] = {}
         for entity in entities:
             for name in entity.names:
-                for spelling in _spellings(name):
+                for spelling in spellings(name):
                     owners.setdefault(spelling, {})[entity.entity_id] = None
         self._automaton = ahocorasick.Automaton()
         for spelling, ids in owners.items():
@@ -175,7 +189,7 @@ class EntityLinker:
         counts for each of them."""
         counts: dict[str, int] = {}
         last_end = 0
-        for start, end, surface in self._matches(_fold(text)):
+        for start, end, surface in self._matches(self._normalize(text)):
             if start < last_end:
                 continue
             last_end = end

@@ -11,8 +11,9 @@ corpus (`get()` of ten classes names none of them):
 - its name in a code span, `` `echo` `` (Markdown, and reStructuredText roles such as
   :func:`echo`): the writer marked it as code;
 - its bare name when that cannot be an English word: two capitals or more (`BaseCommand`,
-  `HTTPServer`) or an underscore (`parse_args`). Matching is case-blind (tribrid.entity_linking),
-  so `Context` alone would match every "context" of the prose.
+  `HTTPServer`) or an underscore (`parse_args`); `Context` alone would be every "Context" that
+  starts a sentence.
+Matching is case-sensitive: code is written as it is named, and "basecommand" in prose is not it.
 """
 
 from __future__ import annotations
@@ -50,12 +51,15 @@ def code_linker(entities: Iterable[Entity]) -> EntityLinker:
     for entity in entities:
         if entity.type in NAMED_KINDS and entity.name:
             for form in surface_forms(entity):
-                owners[form.casefold()].add(entity.entity_id)
+                owners[form].add(entity.entity_id)
     forms: dict[str, list[str]] = defaultdict(list)
     for form, ids in sorted(owners.items()):
         if len(ids) == 1:
             forms[next(iter(ids))].append(form)
-    return EntityLinker(KnownEntity(entity_id, tuple(names)) for entity_id, names in sorted(forms.items()))
+    return EntityLinker(
+        (KnownEntity(entity_id, tuple(names)) for entity_id, names in sorted(forms.items())),
+        case_sensitive=True,
+    )
 
 
 def code_mentions(entities: Iterable[Entity], texts: Mapping[str, str]) -> list[Relation]:

@@ -44,3 +44,13 @@ def test_a_document_chunk_mentions_the_definitions_it_names_and_no_ambiguous_one
     }
     found = {(r.source_id, r.target_id, r.count) for r in code_mentions(DEFINITIONS, texts)}
     assert found == {("doc-1", "total", 2), ("doc-1", "base", 1), ("doc-3", "cart", 2)}
+
+
+def test_code_is_named_as_it_is_written() -> None:
+    texts = {
+        "doc-1": "Subclass BaseCommand to add one.",
+        "doc-2": "A basecommand, or a Basecommand: prose, not the class.",
+        "doc-3": "Call TOTAL_PRICE or `Total_Price`.",
+    }
+    found = {(r.source_id, r.target_id) for r in code_mentions(DEFINITIONS, texts)}
+    assert found == {("doc-1", "base")}
