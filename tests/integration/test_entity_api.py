@@ -212,6 +212,11 @@ async def test_entity_search_bad_input(stack: Stack, doc_corpus: str) -> None:
     await expect_error(
         stack, "EntitySearch", req(entity=ref("Nobody")), not_found, "entity 'Nobody' not found"
     )
+    # control characters are no word of the fulltext index (RediSearch refused them, escaped or not)
+    for name in ("0\b", "x\x7f"):
+        await expect_error(
+            stack, "EntitySearch", req(entity=ref(name)), not_found, f"entity {name!r} not found"
+        )
     await expect_error(
         stack,
         "EntitySearch",

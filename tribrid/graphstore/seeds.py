@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_NODE_TYPES
@@ -13,6 +14,8 @@ from tribrid.models import Entity
 FULLTEXT_CANDIDATES = 60  # exact matches come from indexed lookups; these only add prefix and fuzzy ones
 # Fuzzy (one edit) fulltext matching only for terms at least this long: shorter ones match noise.
 FUZZY_MIN_LEN = 5
+# No indexed word holds a control character, and RediSearch refuses one even escaped.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def lowered_terms(terms: Sequence[str]) -> list[str]:
@@ -22,8 +25,9 @@ def lowered_terms(terms: Sequence[str]) -> list[str]:
 
 def fulltext_words(lowered: Sequence[str]) -> list[str]:
     """The terms the fulltext index is asked about: dotted terms are qualified names, looked up
-    exactly only (their last part is a term too)."""
-    return [t for t in lowered if "." not in t]
+    exactly only (their last part is a term too); a term with a control character is looked up
+    exactly only."""
+    return [t for t in lowered if "." not in t and not _CONTROL.search(t)]
 
 
 def aliased_types(entity_types: Sequence[str]) -> list[str]:
