@@ -540,7 +540,9 @@ class Gateway:
             fused = [item for item in fused if not is_module_head(first_seen[item.item_id])]
         if fcfg.min_score is not None:
             fused = [item for item in fused if item.score >= fcfg.min_score]
-        # the stages after fusion work on more than a page: the MMR pool, the rerank window
+        # the stages after fusion work on more than a page (the MMR pool, the rerank window); they
+        # reorder and add to it, so their answers are not paged
+        staged = fcfg.enable_mmr or fcfg.enable_rerank or fcfg.enable_expansion
         depth = max(
             params.top_k,
             fcfg.mmr_pool if fcfg.enable_mmr else 0,
@@ -548,9 +550,41 @@ class Gateway:
         )
         matches = self._to_matches(fused[offset : offset + depth], answered, first_seen, technique_lists)
         page_end = offset + params.top_k
-        next_page = paging.next_token(request, page_end, self._page_key) if page_end < len(fused) else ""
+        paged = not staged and page_end < len(fused)
+        next_page = paging.next_token(request, page_end, self._page_key) if paged else ""
         telemetry.METRICS.fusion_time.observe(time.perf_counter() - merge_started)
+        if staged:
+            matches = await self._stages(
+                request, params.query, params.top_k, fcfg, matches, reports, remaining_s, started
+            )
+        await self._fill_content(request.corpus_id, matches, fcfg.leg_timeout_ms / 1000)
+        return fusion_pb2.FusionSearchResponse(
+            matches=matches,
+            legs=reports,
+            partial=len(answered) < len(enabled),
+            took_ms=(time.perf_counter() - started) * 1000,
+            fusion_method=FUSION_METHODS[fcfg.method],
+            query_kind=KINDS[reading.kind],
+            query_intent=intent_value(reading.structural_intent),
+            weights=weights,
+            techniques=[result.report for result in results],
+            weights_reason=weights_reason,
+            next_page_token=next_page,
+        )
 
+    async def _stages(
+        self,
+        request: common_pb2.SearchRequest,
+        query: str,
+        top_k: int,
+        fcfg: FusionConfig,
+        matches: list[common_pb2.ChunkMatch],
+        reports: list[fusion_pb2.LegReport],
+        remaining_s: float | None,
+        started: float,
+    ) -> list[common_pb2.ChunkMatch]:
+        """The stages after fusion, in order: diversity (MMR), rerank, then graph expansion; each
+        appends its report. Returns the answer's matches (`top_k`, and what expansion added)."""
         if fcfg.enable_mmr:
             mmr_started = time.perf_counter()
             vectors = await self._fill_content(
@@ -567,38 +601,22 @@ class Gateway:
             )
         if fcfg.enable_rerank:
             assert self._reranker is not None  # checked before the legs were called
-            del matches[max(params.top_k, fcfg.rerank_candidates) :]
+            del matches[max(top_k, fcfg.rerank_candidates) :]
             await self._fill_content(request.corpus_id, matches, fcfg.leg_timeout_ms / 1000)
             rerank_s = fcfg.rerank_timeout_ms / 1000
             if remaining_s is not None:
                 rerank_s = min(
                     rerank_s, remaining_s - (time.perf_counter() - started) - fcfg.merge_reserve_ms / 1000
                 )
-            report, matches = await rerank(self._reranker, params.query, matches, rerank_s)
+            report, matches = await rerank(self._reranker, query, matches, rerank_s)
             reports.append(report)
-        del matches[params.top_k :]
+        del matches[top_k:]
         if fcfg.enable_expansion:
             elapsed_s = time.perf_counter() - started
             left_s = None if remaining_s is None else remaining_s - elapsed_s
             report, matches = await self._expand(request, fcfg, matches, left_s)
             reports.append(report)
-        await self._fill_content(request.corpus_id, matches, fcfg.leg_timeout_ms / 1000)
-        return fusion_pb2.FusionSearchResponse(
-            matches=matches,
-            legs=reports,
-            partial=len(answered) < len(enabled),
-            took_ms=(time.perf_counter() - started) * 1000,
-            fusion_method=FUSION_METHODS[fcfg.method],
-            query_kind=KINDS[reading.kind],
-            query_intent=intent_value(reading.structural_intent),
-            weights=weights,
-            techniques=[result.report for result in results],
-            weights_reason=weights_reason,
-            # the stages reorder and add to a page: their answers are not paged
-            next_page_token=""
-            if fcfg.enable_mmr or fcfg.enable_rerank or fcfg.enable_expansion
-            else next_page,
-        )
+        return matches
 
     async def _corpus_profile(self, corpus_id: str) -> CorpusProfile | None:
         """What the corpus holds, for the weights; unknown (None: weighed as code) when the store

@@ -27,50 +27,38 @@ async def test_resolve_lists_and_names() -> None:
     assert await resolve("dns:///127.0.0.1:7") == ["127.0.0.1:7"]
 
 
-async def test_a_slow_replica_is_hedged_to_the_fast_one(
+async def test_a_replica_that_stops_answering_is_hedged_to_the_other(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress
 ) -> None:
+    """Both replicas answer while the latency windows fill; then one never answers in time (it
+    waits for the test's end), so every call that starts on it is answered through the other,
+    whatever the machine's load: no race between the two decides the result."""
     fast = f"127.0.0.1:{stack.servers['vector'].port}"
-    async with slow_replica(VECTOR.service, fast, delay_s=0.5) as slow:
+    async with slow_replica(VECTOR.service, fast, delay_s=0.0) as slow:
         leg = HedgedLeg(VECTOR.service, f"ipv4:{fast},{slow.address}", CFG, _plain_channel)
         direct = HedgedLeg(VECTOR.service, fast, CFG, _plain_channel)
         expected, hedged = await direct.search(request(), 10)
         assert not hedged  # one endpoint: never hedged
-        outcomes = [await leg.search(request(), 10) for _ in range(16)]
-        await leg.close()
-        await direct.close()
-    # the calls alternate between the replicas (sorted by address); once the fast one has its
-    # window, every call that started on the slow one was answered by the fast one
-    assert all(list(answer.matches) == list(expected.matches) for answer, _ in outcomes)
-    slow_first = sorted([fast, slow.address])[0] == slow.address
-    on_slow = [i for i in range(10, 16) if (i % 2 == 0) == slow_first]
-    assert len(on_slow) == 3 and all(outcomes[i][1] for i in on_slow)
-    assert leg.hedges == sum(h for _, h in outcomes)
-    assert slow.cancelled >= len(on_slow)  # cancelled, not waited for
-
-
-async def test_a_hanging_replica_costs_no_answer(
-    stack: Stack, sample_corpus: indexer_pb2.IndexProgress
-) -> None:
-    fast = f"127.0.0.1:{stack.servers['vector'].port}"
-    async with slow_replica(VECTOR.service, fast, delay_s=0.0) as slow:
-        leg = HedgedLeg(VECTOR.service, f"ipv4:{fast},{slow.address}", CFG, _plain_channel)
-        for _ in range(12):  # both endpoints healthy: windows fill, few hedges
+        for _ in range(12):  # 6 calls each: both windows past min_samples
             await leg.search(request(), 10)
         slow.hang = True
-        answers = [await leg.search(request(), 10) for _ in range(4)]
+        outcomes = [await leg.search(request(), 10) for _ in range(6)]
         await leg.close()
-    assert all(a.matches for a, _ in answers)
+        await direct.close()
+    assert all(list(answer.matches) == list(expected.matches) for answer, _ in outcomes)
+    # the calls alternate between the replicas (sorted by address), from call 12 on
     slow_first = sorted([fast, slow.address])[0] == slow.address
-    # calls 12..15: those that started on the hanging replica were answered by the other
-    assert all(answers[i][1] for i in range(4) if (i % 2 == 0) == slow_first)
+    on_slow = [i for i in range(6) if (i % 2 == 0) == slow_first]
+    assert len(on_slow) == 3 and all(outcomes[i][1] for i in on_slow)
+    assert leg.hedges >= len(on_slow)
+    assert slow.cancelled >= len(on_slow)  # cancelled, not waited for
 
 
 async def test_the_gateway_reports_hedged_legs_and_answers_the_same(
     stack: Stack, sample_corpus: indexer_pb2.IndexProgress
 ) -> None:
     fast = f"127.0.0.1:{stack.servers['vector'].port}"
-    async with slow_replica(VECTOR.service, fast, delay_s=0.4) as slow:
+    async with slow_replica(VECTOR.service, fast, delay_s=0.0) as slow:
         legs = {
             leg.name: LegClient(
                 leg,
@@ -91,11 +79,14 @@ async def test_the_gateway_reports_hedged_legs_and_answers_the_same(
             top_k=5,
             options=fusion_options(enable_hedging=True),
         )
-        replies = [await gateway.search(hedged_request, 30) for _ in range(14)]
+        for _ in range(12):  # the windows fill while both replicas answer
+            await gateway.search(hedged_request, 30)
+        slow.hang = True  # past the leg's 2 s budget: without a hedge, a call on it times out
+        replies = [await gateway.search(hedged_request, 30) for _ in range(4)]
         await gateway.close()
     reports = [next(r for r in reply.legs if r.leg == legs_pb2.LEG_VECTOR) for reply in replies]
-    assert any(r.hedged for r in reports[8:]) and not any(r.hedged for r in plain.legs)
     assert all(r.status == fusion_pb2.LEG_STATUS_OK for r in reports)
+    assert sum(r.hedged for r in reports) >= 2 and not any(r.hedged for r in plain.legs)
     assert all(
         [m.chunk_id for m in reply.matches] == [m.chunk_id for m in plain.matches] for reply in replies
     )
