@@ -51,6 +51,7 @@ from services.bridge.contract import (
     starlette_param,
     to_json,
 )
+from services.bridge.proto_json import dumps
 from tribrid import auth, telemetry
 from tribrid.config import AuthConfig, ServicesConfig
 from tribrid.options import RequestError
@@ -225,6 +226,10 @@ def default_timeout(route: HttpRoute, timeout_s: float | None) -> float | None:
     return None if route.server_streaming or route.verb == "DELETE" else timeout_s
 
 
+def json_reply(message: Message) -> Response:
+    return Response(dumps(to_json(message)), media_type="application/json")
+
+
 def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> Handler:
     """One http rule: the request message from the body or the path and query, one gRPC call."""
     fallback_timeout = default_timeout(route, timeout_s)
@@ -243,7 +248,7 @@ def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> 
             reply = await backend.unary(route)(message, timeout=timeout)
         except grpc.aio.AioRpcError as err:
             raise grpc_error(err) from None
-        return JSONResponse(to_json(reply))
+        return json_reply(reply)
 
     async def streaming(request: Request) -> Response:
         message, timeout = await request_message(request)
@@ -255,7 +260,7 @@ def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> 
                     last = event
             except grpc.aio.AioRpcError as err:
                 raise grpc_error(err) from None
-            return JSONResponse(to_json(last))
+            return json_reply(last)
         try:  # the first message decides the HTTP status; later errors become an error line
             first = await stream.read()
         except grpc.aio.AioRpcError as err:
@@ -263,13 +268,13 @@ def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> 
 
         async def lines() -> AsyncIterator[bytes]:
             if isinstance(first, Message):  # else grpc.aio.EOF: a stream without messages
-                yield json.dumps(to_json(first)).encode() + b"\n"
+                yield dumps(to_json(first)) + b"\n"
             try:
                 async for event in stream:
-                    yield json.dumps(to_json(event)).encode() + b"\n"
+                    yield dumps(to_json(event)) + b"\n"
             except grpc.aio.AioRpcError as err:
                 body = {"code": err.code().name, "message": err.details() or ""}
-                yield json.dumps({"error": body}).encode() + b"\n"
+                yield dumps({"error": body}) + b"\n"
 
         return StreamingResponse(lines(), media_type=NDJSON)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 from google.api import annotations_pb2, http_pb2
-from google.protobuf import json_format, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import (
     Descriptor,
     EnumDescriptor,
@@ -29,6 +29,7 @@ from google.protobuf.descriptor import (
 from google.protobuf.message import Message
 
 import tribrid.v1
+from services.bridge.proto_json import message_to_dict
 from tribrid.legs import LEGS
 
 if TYPE_CHECKING:
@@ -278,4 +279,4 @@ def public_services() -> list[ServiceDescriptor]:
 
 def to_json(message: Message) -> dict[str, Any]:
     """A message as its proto3 JSON, every field shown (as the HTTP routes answer)."""
-    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+    return message_to_dict(message)
