@@ -14,10 +14,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 from bench.procstack import free_port
 from tests import REPO_ROOT
 from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack, index_corpus
+from tribrid import telemetry
 from tribrid.config import TriBridConfig, load_config
 from tribrid.resources import Resources
 from tribrid.stores import embedded
@@ -51,6 +54,10 @@ async def stack(config: TriBridConfig) -> AsyncIterator[Stack]:
             )
         }
     )
+    # traced, as a service with an exporter is (telemetry.tracing_on, read as servers and channels
+    # are made): the tracing tests add their span processor to this provider
+    if not telemetry.tracing_on():
+        trace.set_tracer_provider(TracerProvider())
     resources = Resources(cfg)
     servers = await start_services(cfg, ALL_SERVICES, resources)
     yield Stack(resources.cfg, resources, {str(name): server for name, server in servers.items()})

@@ -82,7 +82,7 @@ def setup_tracing(cfg: TelemetryConfig, service_name: str | None = None) -> None
         return
     _tracing_ready = True
     if not cfg.otlp_endpoint and not cfg.console_exporter:
-        return  # the API's no-op tracer: interceptors cost next to nothing
+        return  # the API's no-op tracer; the gRPC tracing interceptors stand aside (tracing_on)
     provider = TracerProvider(resource=Resource.create({"service.name": service_name or cfg.service_name}))
     if cfg.otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found]
@@ -107,7 +107,16 @@ def instrument_asyncpg() -> None:
         instrumentor.instrument()
 
 
+def tracing_on() -> bool:
+    """Spans are recorded in this process: a recording tracer provider is installed (setup_tracing
+    with an exporter, or a test's). Otherwise the API's no-op tracer is in place."""
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
 def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
+    """The metrics interceptor, and OpenTelemetry's while tracing is on (`client_interceptors`)."""
+    if not tracing_on():
+        return [MetricsServerInterceptor()]
     # Health checks are not traced: they are noise, and the tracing interceptor iterates a
     # streaming handler, which health's Watch (a coroutine writing its messages) is not.
     untraced = filters.negate(filters.health_check())  # type: ignore[no-untyped-call]
@@ -115,6 +124,13 @@ def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
 
 
 def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
+    """OpenTelemetry's, when tracing is on as the channel is made (setup_tracing runs first).
+
+    Its interceptors work the same under the no-op tracer: every call, its context and its no-op
+    span wrapped, about 1 ms of the services' CPU per fused answer (5 %). Without an exporter there
+    is nothing to send a span to, so none are installed, and no trace context is read or passed on."""
+    if not tracing_on():
+        return []
     return list(aio_client_interceptors())  # type: ignore[no-untyped-call]
 
 
