@@ -69,6 +69,7 @@ from tribrid.search_common import (
     validate_search,
 )
 from tribrid.server import ServiceSpec
+from tribrid.stores.corpus_versions import CorpusVersions
 from tribrid.stores.postgres import graph_version
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
@@ -116,11 +117,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         store: GraphStore,
         named_entity_types: Iterable[str] = (),
         query_entities: QueryEntities | None = None,
+        versions: CorpusVersions | None = None,
     ) -> None:
         """`named_entity_types`: what a document search seeds on (the values of the config's
         entities.types); `query_entities`: NER on a question (names), or None to look up its
-        words only."""
+        words only; `versions`: the corpora's committed generations as kept between changes, or
+        None to read them on every request."""
         self._cfg = cfg
+        self._versions = versions
         self._limits = limits
         self._pool = pool
         self._store = store
@@ -141,7 +145,10 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
         validate_corpus_id(corpus_id)
-        version = await graph_version(self._pool, corpus_id)
+        if self._versions is not None:
+            version = await self._versions.get(corpus_id)
+        else:
+            version = await graph_version(self._pool, corpus_id)
         if version is None:
             raise not_found(f"corpus {corpus_id!r} not found: index it first")
         return graph_key(corpus_id, version[0]), version[1]
@@ -494,17 +501,21 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
 async def build(res: Resources) -> ServiceSpec:
     await asyncio.to_thread(learned.load)  # the reader's weights before the first question, not on it
+    pool = await res.pool(search=True)
+    versions = CorpusVersions(pool, res.cfg.postgres)
     servicer = GraphServicer(
         res.cfg.graph,
         res.cfg.limits,
-        await res.pool(search=True),
+        pool,
         res.graph(),
         named_entity_types=res.cfg.entities.types.values(),
         query_entities=query_recognizer(EntityRecognizer(res.cfg.entities))
         if res.cfg.entities.enabled
         else None,
+        versions=versions,
     )
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),
+        on_stop=versions.close,
     )

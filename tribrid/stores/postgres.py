@@ -14,6 +14,10 @@ from tribrid.config import PostgresConfig, VectorConfig
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "inner_product": "vector_ip_ops"}
 
 
+# NOTIFY channel of the corpora table's changes; the payload is the corpus id
+CORPORA_CHANNEL = "tribrid_corpora"
+
+
 def migrations(dim: int, vector: VectorConfig) -> list[str]:
     """Schema steps, applied in order once each; append new steps, never edit old ones."""
     return [
@@ -171,6 +175,21 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             triples jsonb NOT NULL,
             PRIMARY KEY (model, text_sha1)
         );
+        """,
+        # A corpus's row changed (a commit's new generation, a delete, a new corpus): the services
+        # that keep what they read of it (tribrid/stores/corpus_versions.py) hear it on COMMIT.
+        f"""
+        CREATE FUNCTION tribrid_corpus_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                PERFORM pg_notify('{CORPORA_CHANNEL}', OLD.corpus_id);
+            ELSE
+                PERFORM pg_notify('{CORPORA_CHANNEL}', NEW.corpus_id);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER corpora_changed AFTER INSERT OR UPDATE OR DELETE ON corpora
+            FOR EACH ROW EXECUTE FUNCTION tribrid_corpus_changed();
         """,
     ]
 
