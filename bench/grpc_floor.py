@@ -50,6 +50,7 @@ class Phase:
     p50_ms: float = 0.0
     p99_ms: float = 0.0
     cpu_ms_per_answer: float = 0.0
+    gateway_cpu_ms_per_answer: float = 0.0
 
 
 async def capture() -> tuple[dict[str, bytes], bytes]:
@@ -151,9 +152,10 @@ async def drive(port: int, pids: list[int], concurrency: int, seconds: float) ->
                 await stub.Search(request, timeout=5)
                 latencies.append((time.perf_counter() - started) * 1000)
 
-        cpu_before, started = _cpu_s(pids), time.perf_counter()
+        cpu_before, gateway_before, started = _cpu_s(pids), _cpu_s(pids[-1:]), time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed, cpu = time.perf_counter() - started, _cpu_s(pids) - cpu_before
+        gateway = _cpu_s(pids[-1:]) - gateway_before
     return Phase(
         concurrency,
         len(latencies),
@@ -161,6 +163,7 @@ async def drive(port: int, pids: list[int], concurrency: int, seconds: float) ->
         pct(latencies, 50),
         pct(latencies, 99),
         1000 * cpu / max(len(latencies), 1),
+        1000 * gateway / max(len(latencies), 1),
     )
 
 
@@ -192,7 +195,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def show(result: dict[str, Any]) -> None:
-    table = Table("concurrency", "answers", "answers/s", "p50 ms", "p99 ms", "server CPU ms/answer")
+    table = Table(
+        "concurrency",
+        "answers",
+        "answers/s",
+        "p50 ms",
+        "p99 ms",
+        "server CPU ms/answer",
+        "of it the gateway's",
+    )
     for p in result["phases"]:
         table.add_row(
             str(p["concurrency"]),
@@ -201,6 +212,7 @@ def show(result: dict[str, Any]) -> None:
             f"{p['p50_ms']:.2f}",
             f"{p['p99_ms']:.2f}",
             f"{p['cpu_ms_per_answer']:.2f}",
+            f"{p['gateway_cpu_ms_per_answer']:.2f}",
         )
     console.print(table)
     console.print(f"messages (bytes): {result['message_bytes']}")
