@@ -25,10 +25,6 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import grpc
 import prometheus_client
 from opentelemetry import trace
-from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor, filters
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from tribrid import auth
 from tribrid.config import AuthConfig, TelemetryConfig
@@ -83,6 +79,12 @@ def setup_tracing(cfg: TelemetryConfig, service_name: str | None = None) -> None
     _tracing_ready = True
     if not cfg.otlp_endpoint and not cfg.console_exporter:
         return  # the API's no-op tracer; the gRPC tracing interceptors stand aside (tracing_on)
+    # the SDK and the gRPC instrumentation are imported only where tracing is on: about 60 ms of a
+    # service's start
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
     provider = TracerProvider(resource=Resource.create({"service.name": service_name or cfg.service_name}))
     if cfg.otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found]
@@ -110,7 +112,8 @@ def instrument_asyncpg() -> None:
 def tracing_on() -> bool:
     """Spans are recorded in this process: a recording tracer provider is installed (setup_tracing
     with an exporter, or a test's). Otherwise the API's no-op tracer is in place."""
-    return isinstance(trace.get_tracer_provider(), TracerProvider)
+    sdk = sys.modules.get("opentelemetry.sdk.trace")  # no SDK imported: no recording provider
+    return sdk is not None and isinstance(trace.get_tracer_provider(), sdk.TracerProvider)
 
 
 def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
@@ -119,6 +122,8 @@ def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
         return [MetricsServerInterceptor()]
     # Health checks are not traced: they are noise, and the tracing interceptor iterates a
     # streaming handler, which health's Watch (a coroutine writing its messages) is not.
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor, filters
+
     untraced = filters.negate(filters.health_check())  # type: ignore[no-untyped-call]
     return [aio_server_interceptor(filter_=untraced), MetricsServerInterceptor()]  # type: ignore[no-untyped-call]
 
@@ -131,6 +136,8 @@ def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
     is nothing to send a span to, so none are installed, and no trace context is read or passed on."""
     if not tracing_on():
         return []
+    from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
     return list(aio_client_interceptors())  # type: ignore[no-untyped-call]
 
 
