@@ -231,6 +231,13 @@ BENCH_QUICK_SECONDS ?= 12
 bench-quick: serve
 	$(PY) -m bench.bench_quick --seconds $(BENCH_QUICK_SECONDS)
 
+.PHONY: bench-floor
+# The floor under bench-quick (bench/grpc_floor.py): a fused answer's four gRPC hops between
+# Python processes (client -> gateway -> three legs) with no work in them, answering with the
+# running stack's captured messages; server CPU per answer at concurrency 1 and 8.
+bench-floor: serve
+	$(PY) -m bench.grpc_floor
+
 .PHONY: profile
 # Where each service spends its CPU under load (bench/profile_services.py): py-spy on every supervised
 # service while fused answers run at concurrency 8; bench/results/flame-<service>.svg and a table of
