@@ -71,9 +71,9 @@ def questions(root: Path, count: int = QUESTIONS) -> list[str]:
             kind = "subclasses of" if isinstance(node, ast.ClassDef) else "who calls"
             out.append(f"{kind} {node.name}")
             out.append(f"how does {node.name} work")
-            doc = ast.get_docstring(node)
-            if doc and len(first := doc.strip().splitlines()[0]) > 20:
-                out.append(first)
+            lines = (ast.get_docstring(node) or "").strip().splitlines()
+            if lines and len(lines[0]) > 20:  # a blank docstring has no first line
+                out.append(lines[0])
     unique = list(dict.fromkeys(out))
     random.Random(31).shuffle(unique)
     return unique[:count]
