@@ -87,4 +87,7 @@ class Relation:
         # FalkorDB returns a double with 15 significant digits; 6 decimals survive the round trip
         # exactly, so the generation writer's diff of wanted and stored relations stays exact.
         for name in ("confidence", "strength", "similarity"):
-            object.__setattr__(self, name, round(getattr(self, name), PROPERTY_DECIMALS))
+            value = getattr(self, name)
+            rounded = round(value, PROPERTY_DECIMALS)
+            if rounded != value:  # else the value stays, often a shared 0.0 or 1.0: no new float
+                object.__setattr__(self, name, rounded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
@@ -75,8 +76,10 @@ def relation_from_row(source: str, label: str, target: str, props: Mapping[str, 
     props = props or {}
     inferred = bool(props.get("inferred", False))
     return Relation(
-        source,
-        target,
+        # interned, as entity ids are (_entity_from_row): a graph read in whole holds each id once,
+        # not once per relation end
+        sys.intern(source),
+        sys.intern(target),
         cypher.relationship_type(label),
         inferred=inferred,
         confidence=float(props["confidence"]) if inferred else 1.0,
@@ -89,7 +92,7 @@ def relation_from_row(source: str, label: str, target: str, props: Mapping[str, 
 
 def _entity_from_row(row: Row) -> Entity:
     return Entity(
-        entity_id=str(row["id"]),
+        entity_id=sys.intern(str(row["id"])),
         corpus_id=corpus_of_key(str(row["corpus_id"])),
         type=str(row["type"]),
         name=str(row["name"]),
