@@ -4,14 +4,17 @@ model, opened lazily and closed once when the process stops."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import asyncpg
 
 from tribrid import telemetry
 from tribrid.config import TriBridConfig
-from tribrid.embedding import Embedder, get_embedder
 from tribrid.graphstore import GraphStore, open_graph_store
 from tribrid.stores.postgres import create_pool
+
+if TYPE_CHECKING:
+    from tribrid.embedding import Embedder
 
 
 class Resources:
@@ -50,6 +53,9 @@ class Resources:
         return self._graph
 
     def embedder(self) -> Embedder:
+        # imported here: the legs without a model start without httpx and the embedding clients
+        from tribrid.embedding import get_embedder
+
         return get_embedder(self.cfg.embedding)
 
     async def close(self) -> None:
