@@ -15,14 +15,16 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from services.bridge.service import BridgeServer, start_bridge
 from tests import FIXTURES
-from tribrid.config import TriBridConfig
+from tribrid.config import AuthConfig, TokenConfig, TriBridConfig
 from tribrid.graphstore.base import graph_key
 from tribrid.legs import BY_NAME
 from tribrid.models import Entity, Relation
 from tribrid.resources import Resources
 from tribrid.server import RunningServer
 from tribrid.v1 import common_pb2, fusion_options_pb2, indexer_pb2, indexer_pb2_grpc
+from tribridctl.compose import ALL_SERVICES, _with_leg_addresses, start_services
 
 FIXTURE_REPO = FIXTURES / "sample_repo"
 SAMPLE_CORPUS = "sample-shop"
@@ -151,3 +153,37 @@ def collected_spans() -> Iterator[InMemorySpanExporter]:
     finally:
         processor.shutdown()  # stop collecting
         exporter.clear()
+
+
+@dataclass
+class BridgedStack:
+    cfg: TriBridConfig
+    servers: dict[str, RunningServer]
+    bridge: BridgeServer
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.bridge.port}"
+
+
+@asynccontextmanager
+async def bridged_stack(config: TriBridConfig, tokens: list[TokenConfig]) -> AsyncIterator[BridgedStack]:
+    """Every service and the HTTP bridge in this process, with bearer tokens on (these), on free
+    ports over the session's stores; stopped and closed on the way out."""
+    ports = {f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")}
+    cfg = config.model_copy(
+        update={
+            "auth": AuthConfig(enabled=True, tokens=tokens),
+            "services": config.services.model_copy(update=ports),
+        }
+    )
+    resources = Resources(cfg)
+    servers = await start_services(cfg, ALL_SERVICES, resources)
+    bridge = await start_bridge(_with_leg_addresses(cfg, servers), "127.0.0.1", 0)
+    try:
+        yield BridgedStack(cfg, {str(n): s for n, s in servers.items()}, bridge)
+    finally:
+        await bridge.stop(0)
+        for server in servers.values():
+            await server.stop(0)
+        await resources.close()

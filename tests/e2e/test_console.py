@@ -22,15 +22,13 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from services.bridge.service import BridgeServer, start_bridge
-from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack
+from services.bridge.service import BridgeServer
+from tests.stack import FIXTURE_REPO, SAMPLE_CORPUS, Stack, bridged_stack
 from tribrid import auth
-from tribrid.config import AuthConfig, TokenConfig, TriBridConfig
+from tribrid.config import TokenConfig, TriBridConfig
 from tribrid.legs import LEG_NAMES
-from tribrid.resources import Resources
 from tribrid.server import RunningServer
 from tribrid.v1 import indexer_pb2
-from tribridctl.compose import ALL_SERVICES, _with_leg_addresses, start_services
 
 playwright_api = pytest.importorskip("playwright.async_api", reason="playwright is not installed")
 
@@ -68,21 +66,8 @@ async def console_stack(
         TokenConfig(name=name, sha256=auth.hash_token(token), scopes=scopes, corpora=["*"])  # type: ignore[arg-type]
         for name, (token, scopes) in TOKENS.items()
     ]
-    ports = {f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer", "bridge")}
-    cfg = config.model_copy(
-        update={
-            "auth": AuthConfig(enabled=True, tokens=tokens),
-            "services": config.services.model_copy(update=ports),
-        }
-    )
-    resources = Resources(cfg)
-    servers = await start_services(cfg, ALL_SERVICES, resources)
-    bridge = await start_bridge(_with_leg_addresses(cfg, servers), "127.0.0.1", 0)
-    yield ConsoleStack(f"http://127.0.0.1:{bridge.port}", {str(n): s for n, s in servers.items()}, bridge)
-    await bridge.stop(0)
-    for server in servers.values():
-        await server.stop(0)
-    await resources.close()
+    async with bridged_stack(config, tokens) as bridged:
+        yield ConsoleStack(bridged.base, bridged.servers, bridged.bridge)
 
 
 @pytest.fixture(scope="module")

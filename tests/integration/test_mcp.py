@@ -26,14 +26,12 @@ from mcp.types import CallToolResult, TextContent
 from services.bridge.mcp import PATH
 from services.bridge.service import BridgeServer, start_bridge
 from tests import REPO_ROOT
-from tests.stack import SAMPLE_CORPUS, Stack
+from tests.stack import SAMPLE_CORPUS, Stack, bridged_stack
 from tribrid import auth
-from tribrid.config import AuthConfig, TokenConfig, TriBridConfig
+from tribrid.config import TokenConfig, TriBridConfig
 from tribrid.options import set_option
-from tribrid.resources import Resources
 from tribrid.server import RunningServer
 from tribrid.v1 import common_pb2, fusion_pb2_grpc, graph_pb2, graph_pb2_grpc, indexer_pb2
-from tribridctl.compose import ALL_SERVICES, _with_leg_addresses, start_services
 
 TOOLS = {
     "search",
@@ -340,21 +338,8 @@ async def auth_bridge(
         TokenConfig(name=name, sha256=auth.hash_token(token), scopes=scopes, corpora=corpora)  # type: ignore[arg-type]
         for name, (token, scopes, corpora) in TOKENS.items()
     ]
-    ports = {f"{name}_port": 0 for name in ("fusion", "vector", "sparse", "graph", "indexer")}
-    cfg = config.model_copy(
-        update={
-            "auth": AuthConfig(enabled=True, tokens=tokens),
-            "services": config.services.model_copy(update=ports),
-        }
-    )
-    resources = Resources(cfg)
-    servers = await start_services(cfg, ALL_SERVICES, resources)
-    bridge = await start_bridge(_with_leg_addresses(cfg, servers), "127.0.0.1", 0)
-    yield AuthBridge(cfg, {str(n): s for n, s in servers.items()}, f"http://127.0.0.1:{bridge.port}{PATH}")
-    await bridge.stop(0)
-    for server in servers.values():
-        await server.stop(0)
-    await resources.close()
+    async with bridged_stack(config, tokens) as bridged:
+        yield AuthBridge(bridged.cfg, bridged.servers, f"{bridged.base}{PATH}")
 
 
 async def test_http_without_a_token_is_401(auth_bridge: AuthBridge) -> None:
