@@ -3,9 +3,9 @@ and over the HTTP bridge, one at a time and eight at a time, on the `click` pack
 brings, with half the questions seen for the first time (a new spelling of a question: its
 embedding and its reading are not cached anywhere). Each phase reports answers/s, p50 and p99, and
 the server's CPU per answer: every service process, PostgreSQL and FalkorDB, read from /proc (the
-load generator's own CPU is not in it). HTTP is asked with Python's own http.client, one kept-alive
-connection per worker thread, so the bridge's overhead is the bridge's and not an HTTP client's
-(httpx costs about 2 ms more per call on these cores). The four phases run in turn, --rounds times
+load generator's own CPU is not in it). HTTP is asked with urllib3 (blocking, a kept-alive connection
+per worker thread), so the bridge's overhead is the bridge's and not an async client's (httpx costs
+about 2 ms more per call on these cores). The four phases run in turn, --rounds times
 back to back, and each figure is the median of its rounds: on a shared machine one round can be
 slowed by another job. The bridge's overhead is measured in each round on its own (`bridge_overhead`).
 
@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
-import http.client
 import json
-import queue
 import random
 import re
 import statistics
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import urllib3
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -124,7 +123,7 @@ async def run_phase(
             try:
                 await ask(query)
                 latencies.append((time.perf_counter() - started) * 1000)
-            except (grpc.aio.AioRpcError, OSError, http.client.HTTPException):
+            except (grpc.aio.AioRpcError, urllib3.exceptions.HTTPError):
                 phase.errors += 1
 
     cpu_before = cpu_seconds(roots)
@@ -143,42 +142,24 @@ async def run_phase(
     return phase
 
 
-class StdlibHttp:
-    """POST /v1/search with http.client from worker threads, over kept-alive connections.
-
-    Connections are reused last-in first-out, so one worker at a time keeps using one connection.
-    A reused connection the server has closed while idle (uvicorn closes them after 5 s, e.g.
-    during a gRPC phase) is replaced and the request sent again, as urllib3 does."""
+class BlockingHttp:
+    """POST /v1/search with urllib3 from worker threads: a pool of kept-alive connections, one per
+    worker, and a connection the server closed while idle (uvicorn, after 5 s: during a gRPC phase)
+    replaced and the request sent again."""
 
     def __init__(self, address: str, workers: int) -> None:
-        self._host, port = address.rsplit(":", 1)
-        self._port = int(port)
-        self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue()
+        host, port = address.rsplit(":", 1)
+        self._http = urllib3.HTTPConnectionPool(
+            host, int(port), maxsize=workers, block=True, timeout=30.0, retries=urllib3.Retry(1)
+        )
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http")
 
     def _post(self, body: bytes) -> None:
-        try:
-            conn, reused = self._idle.get_nowait(), True
-        except queue.Empty:
-            conn, reused = http.client.HTTPConnection(self._host, self._port, timeout=30), False
-        try:
-            status = self._send(conn, body)
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-            conn.close()
-            if not reused:
-                raise
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=30)
-            status = self._send(conn, body)
-        self._idle.put(conn)
-        if status != 200:
-            raise http.client.HTTPException(f"HTTP {status}")
-
-    @staticmethod
-    def _send(conn: http.client.HTTPConnection, body: bytes) -> int:
-        conn.request("POST", "/v1/search", body=body, headers={"Content-Type": "application/json"})
-        reply = conn.getresponse()
-        reply.read()
-        return reply.status
+        reply = self._http.request(
+            "POST", "/v1/search", body=body, headers={"Content-Type": "application/json"}
+        )
+        if reply.status != 200:
+            raise urllib3.exceptions.HTTPError(f"HTTP {reply.status}")
 
     async def search(self, query: str) -> None:
         await asyncio.get_running_loop().run_in_executor(self._pool, self._post, self._body(query))
@@ -193,8 +174,7 @@ class StdlibHttp:
 
     def close(self) -> None:
         self._pool.shutdown()
-        while not self._idle.empty():
-            self._idle.get_nowait().close()
+        self._http.close()
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -205,7 +185,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # spellings no earlier run has sent: no cache anywhere holds them
     first_sight_from = random.SystemRandom().getrandbits(24) << 20
     columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
-    http = StdlibHttp(cfg.services.address("bridge"), workers=8)
+    http = BlockingHttp(cfg.services.address("bridge"), workers=8)
     async with grpc.aio.insecure_channel(cfg.services.address("fusion")) as channel:
         stub = fusion_pb2_grpc.FusionStub(channel)
 
@@ -310,7 +290,7 @@ def table_lines(result: dict[str, Any]) -> list[str]:
     lines = [
         f"`make bench-quick`, {result['created']}: fused answers (top {TOP_K}) on `click` ({chunks} chunks),",
         "half of the questions seen for the first time; server CPU = every service process and both stores;",
-        "HTTP through Python's http.client;",
+        "HTTP through urllib3;",
         f"medians of {result.get('rounds', 1)} rounds back to back.",
         "",
         "| transport | concurrency | answers/s | p50 ms | p99 ms | server CPU ms per answer |",
