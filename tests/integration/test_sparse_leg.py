@@ -11,7 +11,7 @@ import grpc
 import numpy as np
 import pytest
 
-from services.sparse.bm25 import SESSION_SETTINGS, build_plain_query
+from services.sparse.bm25 import SEED_CHUNKS, SESSION_SETTINGS, build_any_query, build_plain_query
 from services.sparse.service import SparseServicer
 from tests.integration.test_vector_leg import synth_vectors, write_corpus
 from tests.stack import SAMPLE_CORPUS, Stack
@@ -285,22 +285,31 @@ async def test_the_sparse_pool_starts_connections_with_its_planner_settings(stac
         assert await conn.fetchval("SHOW enable_sort") == "on"
 
 
-def _postings_scans(plan: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
-    """(node type, index name) of every plan node reading the postings table."""
-    if plan.get("Relation Name") == "postings":
+def _scans(plan: dict[str, Any], table: str) -> Iterator[tuple[str, str | None]]:
+    """(node type, index name) of every plan node reading `table`."""
+    if plan.get("Relation Name") == table:
         yield plan["Node Type"], plan.get("Index Name")
     for child in plan.get("Plans", []):
-        yield from _postings_scans(child)
+        yield from _scans(child, table)
 
 
-async def test_plain_statement_generic_plan_reads_postings_by_term(stack: Stack) -> None:
+@pytest.mark.parametrize("statement", ["plain", "any"])
+@pytest.mark.parametrize("filtered", [False, True])
+async def test_generic_plans_read_postings_by_term(stack: Stack, statement: str, filtered: bool) -> None:
     """The sparse pool plans each statement once, for any terms: every read of the postings must
     then be an index scan by term, never a scan of the corpus's postings (which a per-term df
     subplan used to get, at ~100 ms per query)."""
-    sql, _ = build_plain_query(SearchParams("c", "q", 10, None, ()))
-    pool = await stack.resources.pool(SESSION_SETTINGS)
-    args = ["c", ["parse", "config"], [True, True], 1.2, 0.75, 10, 2, True]  # bound, but not planned for
+    params = SearchParams("c", "q", 10, "x" if filtered else None, ("python",) if filtered else ())
+    if statement == "plain":
+        sql, filter_args = build_plain_query(params)
+        args = ["c", ["parse", "config"], [True, True], 1.2, 0.75, 10, 2, True, *filter_args]
+    else:
+        sql, filter_args = build_any_query(params)
+        args = ["c", ["parse", "config"], 1.2, 0.75, 10, SEED_CHUNKS, *filter_args]
+    pool = await stack.resources.pool(SESSION_SETTINGS)  # bound, but not planned for
     plan = json.loads(await pool.fetchval(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {sql}", *args))[0]["Plan"]
-    scans = list(_postings_scans(plan))
+    scans = list(_scans(plan, "postings"))
     assert len(scans) >= 2  # the scoring and the matched terms
     assert all(index == "postings_pkey" for _, index in scans), scans
+    # a filter checks each candidate's chunk by its key, never by a scan of the corpus's chunks
+    assert all(index == "chunks_pkey" for _, index in _scans(plan, "chunks")), list(_scans(plan, "chunks"))

@@ -1,0 +1,129 @@
+"""The sparse leg's pruned any-term statement (MaxScore) against the unpruned one on real code:
+the same chunks with the same scores, exact ties in chunk-id order, with and without filters."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from services.sparse.bm25 import SEED_CHUNKS, SESSION_SETTINGS, build_any_query, build_plain_query
+from tests.integration.test_sparse_leg import DOCS
+from tests.integration.test_vector_leg import synth_vectors, write_corpus
+from tests.stack import Stack
+from tribrid.search_common import SearchParams
+from tribrid.text import STOPWORDS, parse_query
+
+CODE = "bm25-pruning-click"
+FEW = "bm25-pruning-few"
+K1, B = 1.2, 0.6
+
+
+def click_corpus() -> tuple[list[tuple[str, str, str]], list[str]]:
+    """Every function and class of the installed click package as a chunk (path, language, text),
+    and questions about them: names, structural questions and docstring lines."""
+    import click
+
+    docs: list[tuple[str, str, str]] = []
+    questions: list[str] = []
+    for path in sorted(Path(click.__file__).parent.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                source = ast.get_source_segment(text, node) or ""
+                docs.append((f"click/{path.name}", "python", source[:4000]))
+                doc_line = (ast.get_docstring(node) or "").strip().split("\n")[0]
+                if not node.name.startswith("_"):
+                    questions += [node.name, f"who calls {node.name}", f"how does {node.name} work", doc_line]
+    return docs, list(dict.fromkeys(q for q in questions if q))[::7][:90]
+
+
+@pytest.fixture(scope="module")
+async def code_corpus(stack: Stack) -> list[str]:
+    docs, questions = click_corpus()
+    assert len(docs) > 300
+    await write_corpus(stack, CODE, docs, synth_vectors(len(docs), stack.cfg.embedding.dim, seed=5))
+    return questions
+
+
+@pytest.fixture(scope="module")
+async def few_chunks(stack: Stack) -> str:
+    await write_corpus(stack, FEW, DOCS, synth_vectors(len(DOCS), stack.cfg.embedding.dim, seed=3))
+    return FEW
+
+
+async def both(
+    pool: asyncpg.Pool, params: SearchParams, terms: list[str]
+) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
+    unpruned_sql, filter_args = build_plain_query(params)
+    no_term_required = [False] * len(terms)
+    unpruned = await pool.fetch(
+        unpruned_sql, params.corpus_id, terms, no_term_required, K1, B, params.top_k, 0, False, *filter_args
+    )
+    pruned_sql, filter_args = build_any_query(params)
+    pruned = await pool.fetch(
+        pruned_sql, params.corpus_id, terms, K1, B, params.top_k, SEED_CHUNKS, *filter_args
+    )
+    return unpruned, pruned
+
+
+def assert_same_ranking(unpruned: list[asyncpg.Record], pruned: list[asyncpg.Record], what: str) -> None:
+    """Equal scores at every rank; the chunks of each score equal too, except in a tie group cut
+    by top_k, where either statement may keep any of them (the pruned one keeps the lowest ids)."""
+    assert len(pruned) == len(unpruned), what
+    assert [round(r["score"], 9) for r in pruned] == [round(r["score"], 9) for r in unpruned], what
+    groups = [
+        (score, [r["chunk_id"] for r in rows])
+        for score, rows in itertools.groupby(pruned, key=lambda r: round(r["score"], 9))
+    ]
+    for i, (score, ids) in enumerate(groups):
+        theirs = {r["chunk_id"] for r in unpruned if round(r["score"], 9) == score}
+        if i < len(groups) - 1:
+            assert set(ids) == theirs, what
+            assert ids == sorted(ids), what  # exact ties in chunk-id order
+        else:
+            assert set(ids) <= theirs, what
+
+
+async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
+    stack: Stack, code_corpus: list[str]
+) -> None:
+    pool = await stack.resources.pool(SESSION_SETTINGS)
+    pruned_any = 0
+    compared = 0
+    for query in code_corpus:
+        terms = list(parse_query(query, STOPWORDS, True).all)
+        if not terms:
+            continue
+        for top_k, path_regex, languages in [(10, None, ()), (30, None, ()), (10, "core|types", ("python",))]:
+            params = SearchParams(CODE, query, top_k, path_regex, languages)
+            unpruned, pruned = await both(pool, params, terms)
+            assert_same_ranking(unpruned, pruned, f"{query!r} top_k={top_k} path={path_regex}")
+            if path_regex:
+                assert all(r["file_path"] in {"click/core.py", "click/types.py"} for r in pruned)
+            compared += 1
+            pruned_any += bool(pruned and pruned[0]["skipped"])
+    assert compared >= 200
+    # the commonest terms are left out of the full scan for most questions, or nothing is pruned
+    assert pruned_any >= compared // 3, (pruned_any, compared)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["parse config file", "hand zzyzx settings", "HTTPServer", "zzyzx", "cfg .py", "parse parse parse"],
+)
+@pytest.mark.parametrize("top_k", [1, 3, 50])
+async def test_pruned_statement_on_a_handful_of_chunks(
+    stack: Stack, few_chunks: str, query: str, top_k: int
+) -> None:
+    """Fewer chunks than top_k, one term, unknown terms, a single best chunk: the pruned statement
+    must not lose a chunk for them."""
+    pool = await stack.resources.pool(SESSION_SETTINGS)
+    terms = list(parse_query(query, STOPWORDS, True).all)
+    unpruned, pruned = await both(pool, SearchParams(few_chunks, query, top_k, None, ()), terms)
+    assert_same_ranking(unpruned, pruned, query)
+    if query == "zzyzx":
+        assert pruned == []
