@@ -305,7 +305,7 @@ async def test_generic_plans_read_postings_by_term(stack: Stack, statement: str,
         args = ["c", ["parse", "config"], [True, True], 1.2, 0.75, 10, 2, True, *filter_args]
     else:
         sql, filter_args = build_any_query(params)
-        args = ["c", ["parse", "config"], 1.2, 0.75, 10, SEED_CHUNKS, *filter_args]
+        args = ["c", ["parse", "config"], 1.2, 0.75, 10, SEED_CHUNKS, 0, *filter_args]
     pool = await stack.resources.pool(SESSION_SETTINGS)  # bound, but not planned for
     plan = json.loads(await pool.fetchval(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {sql}", *args))[0]["Plan"]
     scans = list(_scans(plan, "postings"))

@@ -10,7 +10,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from services.sparse.bm25 import SEED_CHUNKS, SESSION_SETTINGS, build_any_query, build_plain_query
+from services.sparse.bm25 import (
+    PRUNE_FROM_POSTINGS,
+    SEED_CHUNKS,
+    SESSION_SETTINGS,
+    build_any_query,
+    build_plain_query,
+)
 from tests.integration.test_sparse_leg import DOCS
 from tests.integration.test_vector_leg import synth_vectors, write_corpus
 from tests.stack import Stack
@@ -56,8 +62,9 @@ async def few_chunks(stack: Stack) -> str:
 
 
 async def both(
-    pool: asyncpg.Pool, params: SearchParams, terms: list[str]
+    pool: asyncpg.Pool, params: SearchParams, terms: list[str], prune_from: int = 0
 ) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
+    """The unpruned statement's rows and the pruned one's, pruning from `prune_from` postings."""
     unpruned_sql, filter_args = build_plain_query(params)
     no_term_required = [False] * len(terms)
     unpruned = await pool.fetch(
@@ -65,7 +72,7 @@ async def both(
     )
     pruned_sql, filter_args = build_any_query(params)
     pruned = await pool.fetch(
-        pruned_sql, params.corpus_id, terms, K1, B, params.top_k, SEED_CHUNKS, *filter_args
+        pruned_sql, params.corpus_id, terms, K1, B, params.top_k, SEED_CHUNKS, prune_from, *filter_args
     )
     return unpruned, pruned
 
@@ -116,14 +123,17 @@ async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
     ["parse config file", "hand zzyzx settings", "HTTPServer", "zzyzx", "cfg .py", "parse parse parse"],
 )
 @pytest.mark.parametrize("top_k", [1, 3, 50])
+@pytest.mark.parametrize("prune_from", [0, PRUNE_FROM_POSTINGS])
 async def test_pruned_statement_on_a_handful_of_chunks(
-    stack: Stack, few_chunks: str, query: str, top_k: int
+    stack: Stack, few_chunks: str, query: str, top_k: int, prune_from: int
 ) -> None:
     """Fewer chunks than top_k, one term, unknown terms, a single best chunk: the pruned statement
-    must not lose a chunk for them."""
+    must not lose a chunk for them, pruning or not (too few postings to be worth it)."""
     pool = await stack.resources.pool(SESSION_SETTINGS)
     terms = list(parse_query(query, STOPWORDS, True).all)
-    unpruned, pruned = await both(pool, SearchParams(few_chunks, query, top_k, None, ()), terms)
+    unpruned, pruned = await both(pool, SearchParams(few_chunks, query, top_k, None, ()), terms, prune_from)
     assert_same_ranking(unpruned, pruned, query)
+    if prune_from:
+        assert all(not r["skipped"] for r in pruned)
     if query == "zzyzx":
         assert pruned == []
