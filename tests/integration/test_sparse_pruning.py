@@ -1,10 +1,10 @@
 """The sparse leg's pruned any-term statement (MaxScore) against the unpruned one on real code:
-the same chunks with the same scores, exact ties in chunk-id order, with and without filters."""
+the same chunks with the same scores, exact ties in chunk-id order, with and without filters,
+and with other k1 and b."""
 
 from __future__ import annotations
 
 import ast
-import itertools
 from pathlib import Path
 
 import asyncpg
@@ -24,6 +24,7 @@ from tribrid.search_common import SearchParams
 from tribrid.text import STOPWORDS, parse_query
 
 CODE = "bm25-pruning-click"
+EVERY = 5000  # more than any question here matches
 FEW = "bm25-pruning-few"
 K1, B = 1.2, 0.6
 
@@ -62,37 +63,37 @@ async def few_chunks(stack: Stack) -> str:
 
 
 async def both(
-    pool: asyncpg.Pool, params: SearchParams, terms: list[str], prune_from: int = 0
+    pool: asyncpg.Pool,
+    params: SearchParams,
+    terms: list[str],
+    prune_from: int = 0,
+    k1: float = K1,
+    b: float = B,
 ) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
-    """The unpruned statement's rows and the pruned one's, pruning from `prune_from` postings."""
+    """Every match by the unpruned statement, and the pruned statement's top_k (pruning from
+    `prune_from` postings)."""
     unpruned_sql, filter_args = build_plain_query(params)
     no_term_required = [False] * len(terms)
-    unpruned = await pool.fetch(
-        unpruned_sql, params.corpus_id, terms, no_term_required, K1, B, params.top_k, 0, False, *filter_args
+    every = await pool.fetch(
+        unpruned_sql, params.corpus_id, terms, no_term_required, k1, b, EVERY, 0, False, *filter_args
     )
+    assert len(every) < EVERY
     pruned_sql, filter_args = build_any_query(params)
     pruned = await pool.fetch(
-        pruned_sql, params.corpus_id, terms, K1, B, params.top_k, SEED_CHUNKS, prune_from, *filter_args
+        pruned_sql, params.corpus_id, terms, k1, b, params.top_k, SEED_CHUNKS, prune_from, *filter_args
     )
-    return unpruned, pruned
+    return every, pruned
 
 
-def assert_same_ranking(unpruned: list[asyncpg.Record], pruned: list[asyncpg.Record], what: str) -> None:
-    """Equal scores at every rank; the chunks of each score equal too, except in a tie group cut
-    by top_k, where either statement may keep any of them (the pruned one keeps the lowest ids)."""
-    assert len(pruned) == len(unpruned), what
-    assert [round(r["score"], 9) for r in pruned] == [round(r["score"], 9) for r in unpruned], what
-    groups = [
-        (score, [r["chunk_id"] for r in rows])
-        for score, rows in itertools.groupby(pruned, key=lambda r: round(r["score"], 9))
-    ]
-    for i, (score, ids) in enumerate(groups):
-        theirs = {r["chunk_id"] for r in unpruned if round(r["score"], 9) == score}
-        if i < len(groups) - 1:
-            assert set(ids) == theirs, what
-            assert ids == sorted(ids), what  # exact ties in chunk-id order
-        else:
-            assert set(ids) <= theirs, what
+def assert_same_ranking(
+    every: list[asyncpg.Record], pruned: list[asyncpg.Record], top_k: int, what: str
+) -> None:
+    """The pruned top_k is the unpruned ranking's, ranked by score (to 9 decimals), then chunk id:
+    the same scores at every rank and the same chunks, a tie group cut by top_k cut alike."""
+    ranked = sorted(
+        ((round(r["score"], 9), r["chunk_id"]) for r in every), key=lambda item: (-item[0], item[1])
+    )
+    assert [(round(r["score"], 9), r["chunk_id"]) for r in pruned] == ranked[:top_k], what
 
 
 async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
@@ -107,8 +108,8 @@ async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
             continue
         for top_k, path_regex, languages in [(10, None, ()), (30, None, ()), (10, "core|types", ("python",))]:
             params = SearchParams(CODE, query, top_k, path_regex, languages)
-            unpruned, pruned = await both(pool, params, terms)
-            assert_same_ranking(unpruned, pruned, f"{query!r} top_k={top_k} path={path_regex}")
+            every, pruned = await both(pool, params, terms)
+            assert_same_ranking(every, pruned, top_k, f"{query!r} top_k={top_k} path={path_regex}")
             if path_regex:
                 assert all(r["file_path"] in {"click/core.py", "click/types.py"} for r in pruned)
             compared += 1
@@ -116,6 +117,21 @@ async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
     assert compared >= 200
     # the commonest terms are left out of the full scan for most questions, or nothing is pruned
     assert pruned_any >= compared // 3, (pruned_any, compared)
+
+
+@pytest.mark.parametrize(("k1", "b"), [(0.0, 0.6), (3.0, 1.0), (1.2, 0.0)])
+async def test_pruned_statement_with_other_bm25_parameters(
+    stack: Stack, code_corpus: list[str], k1: float, b: float
+) -> None:
+    """A request's own k1 and b move every bound: with k1 = 0 a term adds exactly its bound."""
+    pool = await stack.resources.pool(SESSION_SETTINGS)
+    pruned_any = 0
+    for query in code_corpus[:30]:
+        terms = list(parse_query(query, STOPWORDS, True).all)
+        every, pruned = await both(pool, SearchParams(CODE, query, 10, None, ()), terms, 0, k1, b)
+        assert_same_ranking(every, pruned, 10, f"{query!r} k1={k1} b={b}")
+        pruned_any += bool(pruned and pruned[0]["skipped"])
+    assert pruned_any > 0
 
 
 @pytest.mark.parametrize(
@@ -131,8 +147,8 @@ async def test_pruned_statement_on_a_handful_of_chunks(
     must not lose a chunk for them, pruning or not (too few postings to be worth it)."""
     pool = await stack.resources.pool(SESSION_SETTINGS)
     terms = list(parse_query(query, STOPWORDS, True).all)
-    unpruned, pruned = await both(pool, SearchParams(few_chunks, query, top_k, None, ()), terms, prune_from)
-    assert_same_ranking(unpruned, pruned, query)
+    every, pruned = await both(pool, SearchParams(few_chunks, query, top_k, None, ()), terms, prune_from)
+    assert_same_ranking(every, pruned, top_k, query)
     if prune_from:
         assert all(not r["skipped"] for r in pruned)
     if query == "zzyzx":
