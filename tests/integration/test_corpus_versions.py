@@ -9,7 +9,9 @@ from typing import Any
 
 import asyncpg
 import pytest
+from pydantic import SecretStr
 
+from bench.procstack import free_port
 from tests.stack import Stack
 from tribrid.stores.corpus_versions import CorpusVersions, Version
 from tribrid.stores.postgres import graph_version
@@ -90,5 +92,23 @@ async def test_a_lost_listener_reads_again_and_listens_again(stack: Stack, corpu
         await pool.execute("UPDATE corpora SET generation = 3 WHERE corpus_id = $1", corpus)
         assert (await versions.get(corpus) or (0, ""))[0] == 3
         assert versions._listener is not None and versions._listener is not listener
+    finally:
+        await versions.close()
+
+
+async def test_a_listener_that_cannot_connect_is_not_tried_on_every_request(
+    stack: Stack, corpus: str
+) -> None:
+    """Reads stay right, and the next try waits RETRY_S: a connection per search would cost more
+    than the statement it saves."""
+    pool = await stack.resources.pool()
+    nowhere = SecretStr(f"postgresql://postgres@127.0.0.1:{free_port()}/tribrid")  # nothing listens
+    versions = CorpusVersions(pool, stack.cfg.postgres.model_copy(update={"dsn": nowhere}))
+    try:
+        for generation in (1, 2):
+            await pool.execute("UPDATE corpora SET generation = $2 WHERE corpus_id = $1", corpus, generation)
+            assert (await versions.get(corpus) or (0, ""))[0] == generation  # read, never kept
+        assert versions._listener is None
+        assert versions.connect_attempts == 1
     finally:
         await versions.close()

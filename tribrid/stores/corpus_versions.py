@@ -4,13 +4,16 @@ A search must read the committed generation (a stale graph is misleading context
 PostgreSQL on every request was a round trip per search. A trigger on `corpora` notifies
 `CORPORA_CHANNEL` with the corpus id on every change, delivered at COMMIT; a dedicated connection
 LISTENs, and a corpus's kept version is dropped when its notification comes. Without a listening
-connection (not yet opened, or lost) every call reads PostgreSQL, as before.
+connection (not yet opened, or lost) every call reads PostgreSQL, as before. A connection that
+cannot be opened (a pooler that does not pass LISTEN on, a connection limit) is tried again after
+`RETRY_S`, not on every request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import asyncpg
 
@@ -20,6 +23,8 @@ from tribrid.stores.postgres import CORPORA_CHANNEL, graph_version
 log = logging.getLogger(__name__)
 
 Version = tuple[int, str] | None  # graph_version's answer: (generation, the corpus's life) or None
+
+RETRY_S = 30.0
 
 
 class CorpusVersions:
@@ -31,6 +36,8 @@ class CorpusVersions:
         self._connecting = asyncio.Lock()
         # changes heard, and listeners opened or lost: a version read meanwhile may be the old one
         self._changes = 0
+        self._retry_at = 0.0  # monotonic time of the next try after a failed one
+        self.connect_attempts = 0
 
     async def get(self, corpus_id: str) -> Version:
         """graph_version(corpus_id), from what was kept while no change was heard."""
@@ -44,16 +51,18 @@ class CorpusVersions:
         return version
 
     async def _listen(self) -> None:
-        if self._listener is not None:
+        if self._listener is not None or time.monotonic() < self._retry_at:
             return
         async with self._connecting:
-            if self._listener is not None:
+            if self._listener is not None or time.monotonic() < self._retry_at:
                 return
+            self.connect_attempts += 1
             try:
                 conn = await asyncpg.connect(self._cfg.effective_dsn(), timeout=10)
                 await conn.add_listener(CORPORA_CHANNEL, self._heard)
             except (OSError, asyncpg.PostgresError, TimeoutError) as err:
-                log.warning("corpus changes not heard, reading each time: %s", err)
+                self._retry_at = time.monotonic() + RETRY_S
+                log.warning("corpus changes not heard, reading each time for %.0f s: %s", RETRY_S, err)
                 return
             conn.add_termination_listener(self._lost)
             self._kept.clear()  # changes made while nobody listened
