@@ -250,10 +250,11 @@ class GraphSearchConfig(_Section):
     community_boost: float = Field(0.1, ge=0.0, le=10.0)
     include_communities: bool = True
     # Search and ExpandContext read a committed graph of at most this many entities from memory,
-    # loaded in the background once per generation (graphstore.snapshot; measured: 15k entities and
-    # 26k relationships held in 34 MB, loaded in 1-3 s); bigger graphs, and any graph while its
-    # snapshot loads, are walked in the database, a query per traversal step. 0: always the database.
-    snapshot_max_entities: int = Field(100_000, ge=0, le=10_000_000)
+    # loaded in the background once per generation (services/graph/snapshot.py; measured: 176k
+    # entities and 478k relationships, a 100k-chunk code corpus, add 179 MB RSS and load in ~60 s);
+    # bigger graphs, and any graph while its snapshot loads, are walked in the database, a query per
+    # traversal step. 0: always the database.
+    snapshot_max_entities: int = Field(200_000, ge=0, le=10_000_000)
     # How many graphs (corpora, or the generations either side of a commit) stay loaded at once.
     snapshot_max_graphs: int = Field(4, ge=1, le=100)
     # A graph in memory keeps the fulltext index's answers for this many query terms (a seed lookup

@@ -49,7 +49,23 @@ def random_graph(corpus_id: str, seed: int) -> tuple[list[Entity], list[Relation
         Relation(f"e{rng.randrange(80):03d}", f"e{rng.randrange(80):03d}", rng.choice(ALL_REL_TYPES))
         for _ in range(240)
     }
-    return entities, sorted(relations, key=lambda r: (r.source_id, r.target_id, r.type))
+    return entities, [
+        _with_properties(r, rng) for r in sorted(relations, key=lambda r: (r.source_id, r.target_id, r.type))
+    ]
+
+
+def _with_properties(relation: Relation, rng: random.Random) -> Relation:
+    """Some relations carry each kind of property: a snapshot keeps each distinct value once."""
+    kind = rng.randrange(6)
+    if kind == 1 and relation.type in ("calls", "inherits"):  # the only edges the indexer infers
+        return replace(relation, inferred=True, confidence=rng.choice([0.5, 1 / 3, 1.0]))
+    if kind == 2:
+        return replace(relation, count=rng.randint(1, 4), strength=round(rng.random(), 6))
+    if kind == 3:
+        return replace(relation, similarity=round(rng.uniform(0.5, 1.0), 6))
+    if kind == 4:
+        return replace(relation, properties=rng.choice(['{"role": "member"}', '{"since": 3}']))
+    return relation
 
 
 @pytest.fixture(params=BACKENDS)
@@ -108,6 +124,23 @@ async def test_seeds_and_lookups_match_the_store(
     assert await snapshot.entities_by_chunks(key, chunks) == await store.entities_by_chunks(key, chunks)
     assert await snapshot.community_of(key, asked) == await store.community_of(key, asked)
     assert await snapshot.unresolved_refs(key) == await store.unresolved_refs(key)
+
+
+async def test_relations_match_the_store(store: GraphStore, loaded: tuple[str, GraphSnapshot]) -> None:
+    key, snapshot = loaded
+    rng = random.Random(9)
+    ids = [f"e{i:03d}" for i in range(80)]
+    found = 0
+    for direction in ("out", "in"):
+        for rel_types in (ALL_REL_TYPES, ["calls"], ["contains", "inherits", "references"], ["nope"]):
+            for nodes in ([*rng.sample(ids, 5), "not-an-entity"], ids, []):
+                want = await store.relations_of(key, nodes, rel_types, direction)  # type: ignore[arg-type]
+                assert await snapshot.relations_of(key, nodes, rel_types, direction) == want  # type: ignore[arg-type]
+                found += len(want)
+    assert found > 240  # properties included, since each relation is compared whole
+    pairs = [(a, b) for a in ids[:20] for b in ids]
+    assert await snapshot.inferred_edges(key, pairs) == await store.inferred_edges(key, pairs)
+    assert await snapshot.inferred_edges(key, pairs)  # some of them are inferred
 
 
 class CountingFulltext:
