@@ -47,6 +47,9 @@ _MAX_WALKS = 8
 # Entities read at once while loading, with their outgoing relations after them.
 _LOAD_BATCH = 4096
 
+# Relations handed out are kept for the next caller, up to this many (~150 bytes each).
+_MADE_RELATIONS = 100_000
+
 # A relation's properties: (inferred, confidence, count, strength, similarity, properties).
 _Properties = tuple[bool, float, int, float, float, str]
 _PLAIN: _Properties = (False, 1.0, 0, 0.0, 0.0, "")
@@ -72,9 +75,8 @@ class _Walk(NamedTuple):
 class _Graph:
     """Entities numbered in id order, and the relations between them as columns of those numbers
     in (source, type, target) order, indexed by source and by target. Properties are kept once
-    per distinct value. Fill it with `add_entities` (in id order), `add_unresolved` and
-    `add_relations`, then `seal` it.
-    """
+    per distinct value. Fill it with `add_entities` (in id order) and `add_communities`, then
+    `add_unresolved` and `add_relations`, then `seal` it."""
 
     def __init__(self, ids: Iterable[str]) -> None:
         """`ids`: the ids of the entities to come (an entity's chunk is an entity too)."""
@@ -83,6 +85,7 @@ class _Graph:
         self.number: dict[str, int] = {}
         # entity id -> unresolved references, for the entities that have them
         self.unresolved: dict[str, tuple[str, ...]] = {}
+        self.communities: array[int] = array("i")  # by entity number; NO_COMMUNITY for none
         # While loading, one object per distinct value (a file path, a type, a called name,
         # a line number): a store's reply holds a copy per entity.
         self._shared: dict[str | int, str | int] = {eid: eid for eid in ids}
@@ -99,6 +102,7 @@ class _Graph:
         self.out_start: array[int] = array("i")
         self.in_start: array[int] = array("i")
         self.in_order: array[int] = array("i")
+        self._made: dict[int, Relation] = {}  # relation index -> the Relation handed out
 
     def add_entities(self, entities: Iterable[Entity]) -> None:
         """The next entities, in id order: an entity's number is its place in that order."""
@@ -122,12 +126,19 @@ class _Graph:
                 aliases=tuple(map(share, e.aliases)),
             )
             self.rows.append(entity)
+            self.communities.append(NO_COMMUNITY)
 
     def add_unresolved(self, unresolved: Mapping[str, tuple[str, ...]]) -> None:
         """Unresolved references of the entities added."""
         for eid, refs in unresolved.items():
             if refs and eid in self.number:
                 self.unresolved[self.rows[self.number[eid]].entity_id] = tuple(map(self._share, refs))
+
+    def add_communities(self, communities: Mapping[str, int]) -> None:
+        """Community numbers of the entities added."""
+        for eid, community in communities.items():
+            if (number := self.number.get(eid)) is not None:
+                self.communities[number] = community
 
     def _share(self, value: _Shared) -> _Shared:
         return self._shared.setdefault(value, value)  # type: ignore[return-value]
@@ -179,20 +190,26 @@ class _Graph:
         return self.in_order[self.in_start[entity] : self.in_start[entity + 1]]
 
     def relation(self, i: int) -> Relation:
-        inferred, confidence, count, strength, similarity, properties = self.property_values[
-            self.properties[i]
-        ]
-        return Relation(
-            self.rows[self.sources[i]].entity_id,
-            self.rows[self.targets[i]].entity_id,
-            self.type_names[self.types[i]],
-            inferred=inferred,
-            confidence=confidence,
-            count=count,
-            strength=strength,
-            similarity=similarity,
-            properties=properties,
-        )
+        """Relation number i, made once: a walk reads the same few (a seed's mentions) again and
+        again, and making one costs about 5 us."""
+        made = self._made.get(i)
+        if made is None:
+            values = self.property_values[self.properties[i]]
+            inferred, confidence, count, strength, similarity, properties = values
+            made = Relation(
+                self.rows[self.sources[i]].entity_id,
+                self.rows[self.targets[i]].entity_id,
+                self.type_names[self.types[i]],
+                inferred=inferred,
+                confidence=confidence,
+                count=count,
+                strength=strength,
+                similarity=similarity,
+                properties=properties,
+            )
+            if len(self._made) < _MADE_RELATIONS:
+                self._made[i] = made
+        return made
 
 
 def _starts(numbers: array[int], entities: int) -> array[int]:
@@ -231,10 +248,20 @@ class _SortedIndex:
 
     def __init__(self, rows: Sequence[Entity], key: Callable[[Entity], str]) -> None:
         self._rows, self._key_of = rows, key
-        self._order = array("i", sorted(range(len(rows)), key=self._key))
+        self._order = array("i", sorted(range(len(rows)), key=self._sort_key))
 
     def _key(self, number: int) -> str:
         return self._key_of(self._rows[number])
+
+    def _sort_key(self, number: int) -> str:
+        """The key, as the entity's own string where that is the key (a name in lower case
+        already): sorting holds every key at once."""
+        key = self._key(number)
+        entity = self._rows[number]
+        for value in (entity.name, entity.qualified_name, entity.chunk_id):
+            if value == key:
+                return value
+        return key
 
     def find(self, value: str) -> Iterator[int]:
         order, key = self._order, self._key
@@ -252,7 +279,6 @@ class GraphSnapshot(GraphView):
         key: str,
         graph: _Graph,
         *,
-        communities: Mapping[str, int],
         fulltext: GraphView,
         fulltext_cache_terms: int = 0,
     ) -> None:
@@ -268,10 +294,7 @@ class GraphSnapshot(GraphView):
         self._rows, self._number = graph.rows, graph.number
         self._entities = _EntitiesById(self._number, self._rows)
         self._unresolved = graph.unresolved
-        self._communities = array("i", [NO_COMMUNITY]) * len(self._rows)
-        for eid, community in communities.items():
-            if (number := self._number.get(eid)) is not None:
-                self._communities[number] = community
+        self._communities = graph.communities
         # the store's indexed exact lookups: lower-cased name and qualified name; chunk id
         self._by_name = _SortedIndex(self._rows, lambda e: e.name.lower())
         self._by_qname = _SortedIndex(self._rows, lambda e: e.qualified_name.lower())
@@ -292,6 +315,7 @@ class GraphSnapshot(GraphView):
         # a batch at a time: a whole graph's replies at once were the graph leg's peak memory
         for batch in traversal.batches(ids, _LOAD_BATCH):
             graph.add_entities(await store.get_entities(key, batch, with_unresolved=False))
+            graph.add_communities(await store.community_of(key, batch))
         graph.add_unresolved(await store.unresolved_refs(key))
         counts = await store.counts(key)
         types = [k.removeprefix("relationships.") for k in counts if k.startswith("relationships.")]
@@ -301,7 +325,6 @@ class GraphSnapshot(GraphView):
         return cls(
             key,
             graph,
-            communities=await store.community_of(key, ids),
             fulltext=store,
             fulltext_cache_terms=fulltext_cache_terms,
         )
