@@ -242,32 +242,25 @@ class _EntitiesById(Mapping[str, Entity]):
         return len(self._number)
 
 
-class _SortedIndex:
-    """Entity numbers sorted by a key of the entity (then by number), looked up by bisection:
-    no second copy of the keys is kept."""
+class _HashIndex:
+    """Entity numbers by a key of the entity, as two arrays sorted by the key's hash (then by
+    number): a lookup bisects the hashes in C and checks the key of each candidate. A dict from
+    key to numbers costs ~100 bytes per entity; this costs 12."""
 
     def __init__(self, rows: Sequence[Entity], key: Callable[[Entity], str]) -> None:
-        self._rows, self._key_of = rows, key
-        self._order = array("i", sorted(range(len(rows)), key=self._sort_key))
-
-    def _key(self, number: int) -> str:
-        return self._key_of(self._rows[number])
-
-    def _sort_key(self, number: int) -> str:
-        """The key, as the entity's own string where that is the key (a name in lower case
-        already): sorting holds every key at once."""
-        key = self._key(number)
-        entity = self._rows[number]
-        for value in (entity.name, entity.qualified_name, entity.chunk_id):
-            if value == key:
-                return value
-        return key
+        self._rows, self._key = rows, key
+        hashes = array("q", (hash(key(entity)) for entity in rows))
+        self._numbers = array("i", sorted(range(len(rows)), key=hashes.__getitem__))
+        self._hashes = array("q", (hashes[number] for number in self._numbers))
 
     def find(self, value: str) -> Iterator[int]:
-        order, key = self._order, self._key
-        at = bisect_left(order, value, key=key)
-        while at < len(order) and key(order[at]) == value:
-            yield order[at]
+        """The numbers of the entities whose key is `value`, in number order."""
+        hashes, wanted = self._hashes, hash(value)
+        at = bisect_left(hashes, wanted)
+        while at < len(hashes) and hashes[at] == wanted:
+            number = self._numbers[at]
+            if self._key(self._rows[number]) == value:  # not another key with the same hash
+                yield number
             at += 1
 
 
@@ -296,9 +289,9 @@ class GraphSnapshot(GraphView):
         self._unresolved = graph.unresolved
         self._communities = graph.communities
         # the store's indexed exact lookups: lower-cased name and qualified name; chunk id
-        self._by_name = _SortedIndex(self._rows, lambda e: e.name.lower())
-        self._by_qname = _SortedIndex(self._rows, lambda e: e.qualified_name.lower())
-        self._by_chunk = _SortedIndex(self._rows, lambda e: e.chunk_id)
+        self._by_name = _HashIndex(self._rows, lambda e: e.name.lower())
+        self._by_qname = _HashIndex(self._rows, lambda e: e.qualified_name.lower())
+        self._by_chunk = _HashIndex(self._rows, lambda e: e.chunk_id)
         self._by_alias: dict[str, list[int]] = {}  # few entities have aliases
         for number, entity in enumerate(self._rows):
             for alias in sorted({alias.lower() for alias in entity.aliases}):
