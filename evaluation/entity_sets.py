@@ -65,7 +65,13 @@ class EntitySet:
 def load(name: str) -> EntitySet:
     folder = SETS[name]
     splits: dict[str, list[EvalQuery]] = {}
-    for line in (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+    # questions.jsonl, then later rounds (questions-2.jsonl, ...), each question in its split
+    lines = (
+        line
+        for path in sorted(folder.glob("questions*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    )
+    for line in lines:
         if line.strip():
             item = json.loads(line)
             query = EvalQuery(
