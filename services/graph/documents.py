@@ -20,7 +20,8 @@ single-kind path, and a path mixing both kinds multiplies them.
 
 Search starts at the seed entities as if entered from a chunk (depth 1): a chunk mentioning a
 seed is at depth 1, one mentioning a RELATED_TO neighbour of a seed at depth 2. Chunks end a
-search's paths (their neighbours are what expansion adds after fusion).
+search's paths (their neighbours are what expansion adds after fusion). A seed's value is its
+match score times its specificity among the question's seeds (`_specificity`).
 
 Expansion starts at the given chunks (depth 0): a SIMILAR_TO neighbour or a chunk sharing an
 entity is at depth 1; one mentioning a RELATED_TO neighbour of an entity the start mentions, or
@@ -39,6 +40,7 @@ chunk naming the entity more often first; 0 for a SIMILAR_TO arrival), then chun
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -192,7 +194,28 @@ async def find_document_seeds(
     for entity, score in found:
         if entity.entity_id not in best or score > best[entity.entity_id][1]:
             best[entity.entity_id] = (entity, score)
-    return sorted(best.values(), key=lambda pair: (-pair[1], pair[0].entity_id))[:limit]
+    kept = longest_names(best.values(), query)
+    return sorted(kept, key=lambda pair: (-pair[1], pair[0].entity_id))[:limit]
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(word.lower() for word in _WORD.findall(text))
+
+
+def longest_names(seeds: Iterable[tuple[Entity, float]], query: str) -> list[tuple[Entity, float]]:
+    """The seeds without those whose name is only part of a longer seed's name that the question
+    holds ("La" inside "La Chesnaye"), as a linker keeps the longest match."""
+    seeds = list(seeds)
+    asked = f" {' '.join(_words(query))} "
+    names = [_words(entity.name) for entity, _ in seeds]
+    held = [words for words in names if words and f" {' '.join(words)} " in asked]
+
+    def inside(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
+        return len(short) < len(long) and any(
+            long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1)
+        )
+
+    return [(e, score) for e, score in seeds if not any(inside(_words(e.name), words) for words in held)]
 
 
 # --- the walk -------------------------------------------------------------------------------------
@@ -493,6 +516,25 @@ async def _add_evidence(
         reached[chunk_id] = Reached(chunk_id, path, score)
 
 
+async def _specificity(
+    reader: GraphView, key: str, settings: DocumentSettings, seed_ids: Sequence[str]
+) -> dict[str, float]:
+    """Seed id -> how specific its mentions are, in (0, 1]: ln(1 + n / df) over the largest of
+    these, where df counts the chunks that name the seed and n those that name any seed (an
+    inverse document frequency over the question's own entities). A name found in every other
+    passage ("the king") says less about which passage is meant than one found in a few; it
+    still counts. The rarest seed, and a question's only seed, keep their score."""
+    if MENTIONS not in settings.relationship_types or len(seed_ids) < 2:
+        return {}
+    chunks_of: dict[str, set[str]] = {}
+    for mention in await reader.relations_of(key, seed_ids, [MENTIONS], "in"):
+        chunks_of.setdefault(mention.target_id, set()).add(mention.source_id)
+    named = len(set().union(*chunks_of.values())) if chunks_of else 0
+    idf = {eid: math.log1p(named / len(chunks)) for eid, chunks in chunks_of.items()}
+    top = max(idf.values(), default=0.0)
+    return {eid: value / top for eid, value in idf.items()} if top > 0 else {}
+
+
 async def document_search(
     reader: GraphView,
     pool: asyncpg.Pool,
@@ -505,9 +547,11 @@ async def document_search(
     """The chunks the question's named entities lead to (see the module docstring), best first.
     `recognized`: the entity names NER found in the question; `linked`: the ids of the entities
     whose name or alias it holds."""
-    seeds = await find_document_seeds(reader, key, params.query, settings, recognized, linked)
-    if not seeds:
+    found = await find_document_seeds(reader, key, params.query, settings, recognized, linked)
+    if not found:
         return GraphResult([], {})
+    specific = await _specificity(reader, key, settings, [entity.entity_id for entity, _ in found])
+    seeds = [(entity, score * specific.get(entity.entity_id, 1.0)) for entity, score in found]
     walk = _Walk(reader, key, settings, settings.max_depth)
     starts = {
         entity.entity_id: Path(rank, (entity.entity_id,), (), score, 1)
@@ -516,7 +560,7 @@ async def document_search(
     await walk.run(starts, {}, 1, chunk_steps=False)
     await _add_evidence(reader, key, settings, seeds, walk.chunks)
     seed_of = [entity for entity, _ in seeds]
-    match_of = [seed_match(score) for _, score in seeds]
+    match_of = [seed_match(score) for _, score in found]
 
     def explain(reached: Reached, names: Mapping[str, Entity]) -> tuple[str, common_pb2.GraphProvenance]:
         origin = reached.path.origin

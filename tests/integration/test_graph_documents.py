@@ -3,6 +3,7 @@ on a hand-built graph with known strengths and similarities (services.graph.docu
 
 from __future__ import annotations
 
+import math
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -17,6 +18,7 @@ from services.graph.documents import (
     document_expansion,
     document_search,
     find_document_seeds,
+    longest_names,
 )
 from services.graph.search import GraphResult
 from services.graph.service import GraphServicer
@@ -206,6 +208,22 @@ async def test_seeds_by_name_alias_prefix_and_ner(
     assert await seeds("Manual Part c1") == []
 
 
+def test_a_name_inside_a_longer_seed_the_question_holds_is_not_a_seed() -> None:
+    """ "LA" (an entity of its own) is only part of "La Chesnaye", which the question names."""
+
+    def named(eid: str, name: str) -> Entity:
+        return Entity(eid, "c", "person", name, name, "", 0, 0, "")
+
+    seeds = [(named("a", "La Chesnaye"), 1.0), (named("b", "LA"), 1.0), (named("c", "Treville"), 1.0)]
+    kept = longest_names(
+        [*seeds, (named("d", "Chesnaye Hall"), 0.4)], "Treville and la chesnaye, at the door"
+    )
+    assert [e.entity_id for e, _ in kept] == ["a", "c", "d"]
+    # a longer name the question does not hold takes nothing away
+    kept = longest_names([(named("b", "LA"), 1.0), (named("e", "La Rochelle"), 1.0)], "La and the sea")
+    assert [e.entity_id for e, _ in kept] == ["b", "e"]
+
+
 async def test_alias_seeds_are_the_same_in_the_store_and_in_memory(stack: Stack, corpus: str) -> None:
     store = stack.resources.graph()
     key = graph_key(corpus, GENERATION)
@@ -231,23 +249,32 @@ async def test_search_scores_depth_one_and_two(
     stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     """Dell (exact, 1.0) and Michael Dell (a word of the name starts with "Dell", 0.4) are the seeds.
-    depth 1: c1, c2 mention Dell: 1.0 x 1.0 (c1 first: it names Dell 3 times); c5 mentions
-    Michael Dell: 0.4 x 1.0. depth 2 (x 0.8): Dell -0.8- Texas, mentioned by c3: 0.8 x 0.8 = 0.64
-    (and by c2, already at 1.0); Dell -0.6- Michael Dell beats his own 0.4: c5 at 0.8 x 0.6 = 0.48.
-    Dell -0.4- Tech Expo is under the 0.5 floor."""
+    Dell is named by c1 and c2, Michael Dell by c5 alone: the rarer seed keeps its score and Dell's
+    is scaled by its specificity s = ln(1 + 3/2) / ln(1 + 3/1) (3 chunks name a seed).
+    depth 1: c1, c2 mention Dell: s (c1 first: it names Dell 3 times); c5 mentions Michael Dell:
+    0.4. depth 2 (x 0.8): Dell -0.8- Texas, mentioned by c3: 0.8 x 0.8 x s (and by c2, already at
+    s); Dell -0.6- Michael Dell (0.8 x 0.6 x s) does not beat his own 0.4. Dell -0.4- Tech Expo is
+    under the 0.5 floor."""
+    s = math.log(2.5) / math.log(4)
     result = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config))
     assert found(result) == [
-        # c2 also names Texas, Dell's neighbour: the evidence it names adds up, 1.0 + 0.5 x 0.8
-        Found("c2", 1.4, 1, ("Dell Technologies", qname("c2"))),
-        Found("c1", 1.0, 1, ("Dell Technologies", qname("c1"))),
-        Found("c3", 0.64, 2, ("Dell Technologies", "Texas", qname("c3"))),
-        Found("c5", 0.48, 2, ("Dell Technologies", "Michael Dell", qname("c5"))),
+        # c2 also names Texas, Dell's neighbour: the evidence it names adds up, (1 + 0.5 x 0.8) x s
+        Found("c2", round(1.4 * s, 6), 1, ("Dell Technologies", qname("c2"))),
+        Found("c1", round(s, 6), 1, ("Dell Technologies", qname("c1"))),
+        Found("c3", round(0.64 * s, 6), 2, ("Dell Technologies", "Texas", qname("c3"))),
+        Found("c5", 0.4, 1, ("Michael Dell", qname("c5"))),
     ]
     one = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config, max_depth=1))
-    assert [(f.chunk_id, f.score) for f in found(one)] == [("c1", 1.0), ("c2", 1.0), ("c5", 0.4)]
-    # depth 3: Dell -0.8- Texas -0.9- Austin, mentioned by c4: 0.6 x 0.72
+    assert [(f.chunk_id, f.score) for f in found(one)] == [
+        ("c1", round(s, 6)),
+        ("c2", round(s, 6)),
+        ("c5", 0.4),
+    ]
+    # depth 3: Dell -0.8- Texas -0.9- Austin, mentioned by c4: 0.6 x 0.72 x s
     three = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config, max_depth=3))
-    assert found(three)[-1] == Found("c4", 0.432, 3, ("Dell Technologies", "Texas", "Austin", qname("c4")))
+    assert found(three)[-1] == Found(
+        "c4", round(0.432 * s, 6), 3, ("Dell Technologies", "Texas", "Austin", qname("c4"))
+    )
 
 
 async def test_search_provenance(stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView) -> None:
@@ -282,16 +309,19 @@ async def test_search_ties_are_deterministic(
 ) -> None:
     """Equal scores: more mentions of the entity first, then chunk id; fan-out keeps the strongest."""
     texas = await search(stack, reader, corpus, "texas", settings(config, max_depth=1))
+    # one seed keeps its score (no specificity to weigh), however many chunks name it
     assert [(f.chunk_id, f.score) for f in found(texas)] == [("c3", 1.0), ("c2", 1.0)]  # 2 mentions, 1
     narrow = await search(stack, reader, corpus, "texas", settings(config, max_depth=1, max_fanout=1))
     assert [f.chunk_id for f in found(narrow)] == ["c3"]
     both = await search(stack, reader, corpus, "Tech Expo and Austin", settings(config, max_depth=1))
-    # "Tech" is also the start of a word of "Dell Technologies" (a 0.4 seed): c1 names it 3 times
+    # "Tech" is also the start of a word of "Dell Technologies" (a 0.4 seed, named by 2 of the 4
+    # chunks that name a seed: specificity ln 3 / ln 5): c1 names it 3 times
+    dell = round(0.4 * math.log(3) / math.log(5), 6)
     assert [(f.chunk_id, f.score) for f in found(both)] == [
         ("c4", 1.0),
         ("c6", 1.0),
-        ("c1", 0.4),
-        ("c2", 0.4),
+        ("c1", dell),
+        ("c2", dell),
     ]
 
 
@@ -352,11 +382,12 @@ async def rpc_search(
 
 async def test_service_search_and_expand(stack: Stack, corpus: str) -> None:
     matches = await rpc_search(stack, corpus, "Where is Dell headquartered?")
+    s = math.log(2.5) / math.log(4)  # Dell's specificity (test_search_scores_depth_one_and_two)
     assert [(m.chunk_id, round(m.score, 6)) for m in matches] == [
-        ("c2", 1.4),  # names Dell and its neighbour Texas
-        ("c1", 1.0),
-        ("c3", 0.64),
-        ("c5", 0.48),
+        ("c2", round(1.4 * s, 6)),  # names Dell and its neighbour Texas
+        ("c1", round(s, 6)),
+        ("c3", round(0.64 * s, 6)),
+        ("c5", 0.4),
     ]
     graph = matches[2].explain[0].graph
     assert graph.seed_entity == "Dell Technologies" and list(graph.path) == [
