@@ -205,17 +205,16 @@ def _words(text: str) -> tuple[str, ...]:
 def longest_names(seeds: Iterable[tuple[Entity, float]], query: str) -> list[tuple[Entity, float]]:
     """The seeds without those whose name is only part of a longer seed's name that the question
     holds ("La" inside "La Chesnaye"), as a linker keeps the longest match."""
-    seeds = list(seeds)
+    named = [(_words(entity.name), (entity, score)) for entity, score in seeds]
     asked = f" {' '.join(_words(query))} "
-    names = [_words(entity.name) for entity, _ in seeds]
-    held = [words for words in names if words and f" {' '.join(words)} " in asked]
+    held = [words for words, _ in named if words and f" {' '.join(words)} " in asked]
 
     def inside(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
         return len(short) < len(long) and any(
             long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1)
         )
 
-    return [(e, score) for e, score in seeds if not any(inside(_words(e.name), words) for words in held)]
+    return [seed for words, seed in named if not any(inside(words, longer) for longer in held)]
 
 
 # --- the walk -------------------------------------------------------------------------------------
@@ -460,9 +459,12 @@ async def _add_evidence(
     key: str,
     settings: DocumentSettings,
     seeds: Sequence[tuple[Entity, float]],
+    seed_mentions: Sequence[Relation],
     reached: dict[str, Reached],
 ) -> None:
-    """Raise each chunk that names a seed to the sum of the evidence it names: every seed it
+    """`seed_mentions`: the MENTIONS edges into the seeds (read once per search).
+
+    Raise each chunk that names a seed to the sum of the evidence it names: every seed it
     mentions (its seed score) and, when the walk may go two steps, every neighbour of a seed over
     RELATED_TO (at least `related_min_strength`) or a typed relation (NEIGHBOUR_EVIDENCE x the
     edge's value x the seed's score). A chunk naming two of the question's entities, or one and
@@ -491,7 +493,10 @@ async def _add_evidence(
             continue
         if near in is_seed and far not in is_seed:
             weight[far] = max(weight.get(far, 0.0), NEIGHBOUR_EVIDENCE * _edge_value(relation) * weight[near])
-    mentions = await reader.relations_of(key, sorted(weight), [MENTIONS], "in")
+    mentions = seed_mentions  # then the neighbours', all in relations_of's order
+    if neighbours := sorted(set(weight) - is_seed):
+        more = await reader.relations_of(key, neighbours, [MENTIONS], "in")
+        mentions = sorted([*mentions, *more], key=lambda r: (r.source_id, r.type, r.target_id))
     named: dict[str, dict[str, Relation]] = {}
     for mention in mentions:
         named.setdefault(mention.source_id, {})[mention.target_id] = mention
@@ -516,18 +521,16 @@ async def _add_evidence(
         reached[chunk_id] = Reached(chunk_id, path, score)
 
 
-async def _specificity(
-    reader: GraphView, key: str, settings: DocumentSettings, seed_ids: Sequence[str]
-) -> dict[str, float]:
+def _specificity(seed_mentions: Sequence[Relation], seeds: int) -> dict[str, float]:
     """Seed id -> how specific its mentions are, in (0, 1]: ln(1 + n / df) over the largest of
     these, where df counts the chunks that name the seed and n those that name any seed (an
     inverse document frequency over the question's own entities). A name found in every other
     passage ("the king") says less about which passage is meant than one found in a few; it
     still counts. The rarest seed, and a question's only seed, keep their score."""
-    if MENTIONS not in settings.relationship_types or len(seed_ids) < 2:
+    if seeds < 2:
         return {}
     chunks_of: dict[str, set[str]] = {}
-    for mention in await reader.relations_of(key, seed_ids, [MENTIONS], "in"):
+    for mention in seed_mentions:
         chunks_of.setdefault(mention.target_id, set()).add(mention.source_id)
     named = len(set().union(*chunks_of.values())) if chunks_of else 0
     idf = {eid: math.log1p(named / len(chunks)) for eid, chunks in chunks_of.items()}
@@ -550,7 +553,13 @@ async def document_search(
     found = await find_document_seeds(reader, key, params.query, settings, recognized, linked)
     if not found:
         return GraphResult([], {})
-    specific = await _specificity(reader, key, settings, [entity.entity_id for entity, _ in found])
+    seed_ids = sorted({entity.entity_id for entity, _ in found})
+    seed_mentions = (
+        await reader.relations_of(key, seed_ids, [MENTIONS], "in")
+        if MENTIONS in settings.relationship_types
+        else []
+    )
+    specific = _specificity(seed_mentions, len(found))
     seeds = [(entity, score * specific.get(entity.entity_id, 1.0)) for entity, score in found]
     walk = _Walk(reader, key, settings, settings.max_depth)
     starts = {
@@ -558,7 +567,7 @@ async def document_search(
         for rank, (entity, score) in enumerate(seeds)
     }
     await walk.run(starts, {}, 1, chunk_steps=False)
-    await _add_evidence(reader, key, settings, seeds, walk.chunks)
+    await _add_evidence(reader, key, settings, seeds, seed_mentions, walk.chunks)
     seed_of = [entity for entity, _ in seeds]
     match_of = [seed_match(score) for _, score in found]
 
