@@ -188,6 +188,13 @@ async def find_document_seeds(
     named = await reader.get_entities(key, list(linked), with_unresolved=False) if linked else []
     found = [(entity, 1.0) for entity in named if entity.type in types]
     found += await reader.find_seeds(key, [*exact_terms, *recognized], types, limit, fulltext=False)
+    # a word an exact seed already names is not looked up by prefix: "Athos" is Athos, not every
+    # longer name holding it ("Monsieur Athos"), as a linker tries a looser match only when no
+    # exact one was found
+    named_words = {
+        word for entity, _ in found for form in (entity.name, *entity.aliases) for word in _words(form)
+    }
+    prefix_words = [word for word in prefix_words if word.lower() not in named_words]
     if prefix_words:
         found += await reader.find_seeds(key, prefix_words, types, limit, fuzzy=False)
     best: dict[str, tuple[Entity, float]] = {}

@@ -190,9 +190,13 @@ async def test_seeds_by_name_alias_prefix_and_ner(
     async def seeds(query: str, recognized: Sequence[str] = ()) -> list[tuple[str, float]]:
         return [(e.entity_id, s) for e, s in await find_document_seeds(reader, key, query, cfg, recognized)]
 
-    # "dell" is Dell Technologies' alias (exact, any case); Michael Dell's name has a word "Dell*"
-    # (a fulltext hit whose name does not start with it: 0.4)
-    assert await seeds("where is Dell headquartered") == [("e_dell", 1.0), ("e_michael", 0.4)]
+    # "dell" is Dell Technologies' alias (exact, any case), so "Dell" is not looked up by prefix too
+    assert await seeds("where is Dell headquartered") == [("e_dell", 1.0)]
+    # a capitalized word no exact name holds is: Michael Dell's name starts with "Michael" (a
+    # fulltext hit, 0.7), and "Del" begins a word of both Dells' names (0.7 when it starts the name,
+    # 0.4 when another word does)
+    assert await seeds("Michael in Texas") == [("e_texas", 1.0), ("e_michael", 0.7)]
+    assert await seeds("Del Mar") == [("e_dell", 0.7), ("e_michael", 0.4)]
     assert await seeds("where is dell headquartered") == [("e_dell", 1.0)]  # lower case: no prefix
     assert await seeds("news from dell technologies and michael dell") == [
         ("e_dell", 1.0),
@@ -248,33 +252,41 @@ async def test_alias_seeds_are_the_same_in_the_store_and_in_memory(stack: Stack,
 async def test_search_scores_depth_one_and_two(
     stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
-    """Dell (exact, 1.0) and Michael Dell (a word of the name starts with "Dell", 0.4) are the seeds.
-    Dell is named by c1 and c2, Michael Dell by c5 alone: the rarer seed keeps its score and Dell's
-    is scaled by its specificity s = ln(1 + 3/2) / ln(1 + 3/1) (3 chunks name a seed).
-    depth 1: c1, c2 mention Dell: s (c1 first: it names Dell 3 times); c5 mentions Michael Dell:
-    0.4. depth 2 (x 0.8): Dell -0.8- Texas, mentioned by c3: 0.8 x 0.8 x s (and by c2, already at
-    s); Dell -0.6- Michael Dell (0.8 x 0.6 x s) does not beat his own 0.4. Dell -0.4- Tech Expo is
-    under the 0.5 floor."""
-    s = math.log(2.5) / math.log(4)
+    """Dell (exact, 1.0) is the only seed: "Dell" names it, so no longer name holding the word is
+    looked up by prefix. depth 1: c1, c2 mention Dell: 1.0 (c1 first: it names Dell 3 times).
+    depth 2 (x 0.8): Dell -0.8- Texas, mentioned by c3: 0.64 (and by c2, already at 1.0); Dell -0.6-
+    Michael Dell, mentioned by c5: 0.48. Dell -0.4- Tech Expo is under the 0.5 floor."""
     result = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config))
     assert found(result) == [
-        # c2 also names Texas, Dell's neighbour: the evidence it names adds up, (1 + 0.5 x 0.8) x s
-        Found("c2", round(1.4 * s, 6), 1, ("Dell Technologies", qname("c2"))),
-        Found("c1", round(s, 6), 1, ("Dell Technologies", qname("c1"))),
-        Found("c3", round(0.64 * s, 6), 2, ("Dell Technologies", "Texas", qname("c3"))),
-        Found("c5", 0.4, 1, ("Michael Dell", qname("c5"))),
+        # c2 also names Texas, Dell's neighbour: the evidence it names adds up, 1 + 0.5 x 0.8
+        Found("c2", 1.4, 1, ("Dell Technologies", qname("c2"))),
+        Found("c1", 1.0, 1, ("Dell Technologies", qname("c1"))),
+        Found("c3", 0.64, 2, ("Dell Technologies", "Texas", qname("c3"))),
+        Found("c5", 0.48, 2, ("Dell Technologies", "Michael Dell", qname("c5"))),
     ]
     one = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config, max_depth=1))
-    assert [(f.chunk_id, f.score) for f in found(one)] == [
-        ("c1", round(s, 6)),
-        ("c2", round(s, 6)),
-        ("c5", 0.4),
-    ]
-    # depth 3: Dell -0.8- Texas -0.9- Austin, mentioned by c4: 0.6 x 0.72 x s
+    assert [(f.chunk_id, f.score) for f in found(one)] == [("c1", 1.0), ("c2", 1.0)]
+    # depth 3: Dell -0.8- Texas -0.9- Austin, mentioned by c4: 0.6 x 0.72
     three = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config, max_depth=3))
-    assert found(three)[-1] == Found(
-        "c4", round(0.432 * s, 6), 3, ("Dell Technologies", "Texas", "Austin", qname("c4"))
+    assert found(three)[-1] == Found("c4", 0.432, 3, ("Dell Technologies", "Texas", "Austin", qname("c4")))
+
+
+async def test_search_weighs_each_seed_by_its_specificity(
+    stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
+) -> None:
+    """Dell (exact, 1.0) and Michael Dell ("Michael" starts his name: 0.7) are the seeds. Dell is
+    named by c1 and c2, Michael Dell by c5 alone: the rarer seed keeps its score and Dell's is
+    scaled by its specificity s = ln(1 + 3/2) / ln(1 + 3/1) (3 chunks name a seed)."""
+    s = math.log(2.5) / math.log(4)
+    result = await search(
+        stack, reader, corpus, "Where is Dell headquartered, asked Michael", settings(config)
     )
+    assert found(result) == [
+        Found("c2", round(1.4 * s, 6), 1, ("Dell Technologies", qname("c2"))),
+        Found("c5", 0.7, 1, ("Michael Dell", qname("c5"))),
+        Found("c1", round(s, 6), 1, ("Dell Technologies", qname("c1"))),
+        Found("c3", round(0.64 * s, 6), 2, ("Dell Technologies", "Texas", qname("c3"))),
+    ]
 
 
 async def test_search_provenance(stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView) -> None:
@@ -314,15 +326,9 @@ async def test_search_ties_are_deterministic(
     narrow = await search(stack, reader, corpus, "texas", settings(config, max_depth=1, max_fanout=1))
     assert [f.chunk_id for f in found(narrow)] == ["c3"]
     both = await search(stack, reader, corpus, "Tech Expo and Austin", settings(config, max_depth=1))
-    # "Tech" is also the start of a word of "Dell Technologies" (a 0.4 seed, named by 2 of the 4
-    # chunks that name a seed: specificity ln 3 / ln 5): c1 names it 3 times
-    dell = round(0.4 * math.log(3) / math.log(5), 6)
-    assert [(f.chunk_id, f.score) for f in found(both)] == [
-        ("c4", 1.0),
-        ("c6", 1.0),
-        ("c1", dell),
-        ("c2", dell),
-    ]
+    # "Tech" starts a word of "Dell Technologies" too, but the question's "Tech" is Tech Expo's:
+    # an exact name holds it, so it is not looked up by prefix
+    assert [(f.chunk_id, f.score) for f in found(both)] == [("c4", 1.0), ("c6", 1.0)]
 
 
 # --- expansion -------------------------------------------------------------------------------------
@@ -382,12 +388,12 @@ async def rpc_search(
 
 async def test_service_search_and_expand(stack: Stack, corpus: str) -> None:
     matches = await rpc_search(stack, corpus, "Where is Dell headquartered?")
-    s = math.log(2.5) / math.log(4)  # Dell's specificity (test_search_scores_depth_one_and_two)
+    # as test_search_scores_depth_one_and_two
     assert [(m.chunk_id, round(m.score, 6)) for m in matches] == [
-        ("c2", round(1.4 * s, 6)),  # names Dell and its neighbour Texas
-        ("c1", round(s, 6)),
-        ("c3", round(0.64 * s, 6)),
-        ("c5", 0.4),
+        ("c2", 1.4),  # names Dell and its neighbour Texas
+        ("c1", 1.0),
+        ("c3", 0.64),
+        ("c5", 0.48),
     ]
     graph = matches[2].explain[0].graph
     assert graph.seed_entity == "Dell Technologies" and list(graph.path) == [
