@@ -21,7 +21,8 @@ single-kind path, and a path mixing both kinds multiplies them.
 Search starts at the seed entities as if entered from a chunk (depth 1): a chunk mentioning a
 seed is at depth 1, one mentioning a RELATED_TO neighbour of a seed at depth 2. Chunks end a
 search's paths (their neighbours are what expansion adds after fusion). A seed's value is its
-match score times its specificity among the question's seeds (`_specificity`).
+match score times its specificity among the question's seeds (`_specificity`); a neighbour's
+evidence in a chunk (`_add_evidence`) is scaled by its specificity among the seeds and neighbours.
 
 Expansion starts at the given chunks (depth 0): a SIMILAR_TO neighbour or a chunk sharing an
 entity is at depth 1; one mentioning a RELATED_TO neighbour of an entity the start mentions, or
@@ -474,7 +475,8 @@ async def _add_evidence(
     Raise each chunk that names a seed to the sum of the evidence it names: every seed it
     mentions (its seed score) and, when the walk may go two steps, every neighbour of a seed over
     RELATED_TO (at least `related_min_strength`) or a typed relation (NEIGHBOUR_EVIDENCE x the
-    edge's value x the seed's score). A chunk naming two of the question's entities, or one and
+    edge's value x the seed's score x the neighbour's specificity among the seeds and neighbours:
+    `_specificity`). A chunk naming two of the question's entities, or one and
     its organisation, ranks above one naming one; a question naming one entity and nothing related
     is ranked as the walk ranked it. A request that narrows the walk's types narrows this too.
     Every chunk of a seed is read: one the walk did not reach (past `max_fanout`) joins when it
@@ -504,6 +506,11 @@ async def _add_evidence(
     if neighbours := sorted(set(weight) - is_seed):
         more = await reader.relations_of(key, neighbours, [MENTIONS], "in")
         mentions = sorted([*mentions, *more], key=lambda r: (r.source_id, r.type, r.target_id))
+        # a neighbour named in every other chunk (d'Artagnan, next to any character) says less
+        # about which chunk is meant than one named in a few
+        specific = _specificity(mentions)
+        for neighbour in neighbours:
+            weight[neighbour] *= specific.get(neighbour, 1.0)
     named: dict[str, dict[str, Relation]] = {}
     for mention in mentions:
         named.setdefault(mention.source_id, {})[mention.target_id] = mention
@@ -528,16 +535,14 @@ async def _add_evidence(
         reached[chunk_id] = Reached(chunk_id, path, score)
 
 
-def _specificity(seed_mentions: Sequence[Relation], seeds: int) -> dict[str, float]:
-    """Seed id -> how specific its mentions are, in (0, 1]: ln(1 + n / df) over the largest of
-    these, where df counts the chunks that name the seed and n those that name any seed (an
-    inverse document frequency over the question's own entities). A name found in every other
-    passage ("the king") says less about which passage is meant than one found in a few; it
-    still counts. The rarest seed, and a question's only seed, keep their score."""
-    if seeds < 2:
-        return {}
+def _specificity(mentions: Sequence[Relation]) -> dict[str, float]:
+    """Entity id -> how specific its mentions are, in (0, 1]: ln(1 + n / df) over the largest of
+    these, where df counts the chunks that name the entity and n those that name any of these
+    entities (an inverse document frequency over the entities at hand). A name found in every
+    other passage ("the king") says less about which passage is meant than one found in a few; it
+    still counts. The rarest entity keeps its weight."""
     chunks_of: dict[str, set[str]] = {}
-    for mention in seed_mentions:
+    for mention in mentions:
         chunks_of.setdefault(mention.target_id, set()).add(mention.source_id)
     named = len(set().union(*chunks_of.values())) if chunks_of else 0
     idf = {eid: math.log1p(named / len(chunks)) for eid, chunks in chunks_of.items()}
@@ -566,7 +571,8 @@ async def document_search(
         if MENTIONS in settings.relationship_types
         else []
     )
-    specific = _specificity(seed_mentions, len(found))
+    # among the question's own seeds; a question's only seed keeps its score
+    specific = _specificity(seed_mentions) if len(found) > 1 else {}
     seeds = [(entity, score * specific.get(entity.entity_id, 1.0)) for entity, score in found]
     walk = _Walk(reader, key, settings, settings.max_depth)
     starts = {

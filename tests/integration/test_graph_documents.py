@@ -258,8 +258,10 @@ async def test_search_scores_depth_one_and_two(
     Michael Dell, mentioned by c5: 0.48. Dell -0.4- Tech Expo is under the 0.5 floor."""
     result = await search(stack, reader, corpus, "Where is Dell headquartered?", settings(config))
     assert found(result) == [
-        # c2 also names Texas, Dell's neighbour: the evidence it names adds up, 1 + 0.5 x 0.8
-        Found("c2", 1.4, 1, ("Dell Technologies", qname("c2"))),
+        # c2 also names Texas, Dell's neighbour: the evidence it names adds up, 1 + 0.5 x 0.8 x t,
+        # Texas's specificity t = ln(1 + 4/2) / ln(1 + 4/1) among Dell, Texas and Michael Dell
+        # (4 chunks name one; Texas 2, Michael Dell 1)
+        Found("c2", round(1 + 0.4 * math.log(3) / math.log(5), 6), 1, ("Dell Technologies", qname("c2"))),
         Found("c1", 1.0, 1, ("Dell Technologies", qname("c1"))),
         Found("c3", 0.64, 2, ("Dell Technologies", "Texas", qname("c3"))),
         Found("c5", 0.48, 2, ("Dell Technologies", "Michael Dell", qname("c5"))),
@@ -276,13 +278,16 @@ async def test_search_weighs_each_seed_by_its_specificity(
 ) -> None:
     """Dell (exact, 1.0) and Michael Dell ("Michael" starts his name: 0.7) are the seeds. Dell is
     named by c1 and c2, Michael Dell by c5 alone: the rarer seed keeps its score and Dell's is
-    scaled by its specificity s = ln(1 + 3/2) / ln(1 + 3/1) (3 chunks name a seed)."""
+    scaled by its specificity s = ln(1 + 3/2) / ln(1 + 3/1) (3 chunks name a seed). c2 also names
+    Texas, Dell's neighbour: 0.5 x 0.8 x s x ln(1 + 4/2) / ln(1 + 4/1), its specificity among the
+    seeds and Texas (4 chunks name one of them)."""
     s = math.log(2.5) / math.log(4)
+    texas = 0.4 * s * math.log(3) / math.log(5)
     result = await search(
         stack, reader, corpus, "Where is Dell headquartered, asked Michael", settings(config)
     )
     assert found(result) == [
-        Found("c2", round(1.4 * s, 6), 1, ("Dell Technologies", qname("c2"))),
+        Found("c2", round(s + texas, 6), 1, ("Dell Technologies", qname("c2"))),
         Found("c5", 0.7, 1, ("Michael Dell", qname("c5"))),
         Found("c1", round(s, 6), 1, ("Dell Technologies", qname("c1"))),
         Found("c3", round(0.64 * s, 6), 2, ("Dell Technologies", "Texas", qname("c3"))),
@@ -304,7 +309,8 @@ async def test_search_related_min_strength(
     stack: Stack, config: TriBridConfig, corpus: str, reader: GraphView
 ) -> None:
     """Texas's RELATED_TO edges: Dell 0.8, Austin 0.9. A floor above 0.8 keeps only Austin. c2 names
-    Texas and Dell: above the floor Dell is evidence too (1.0 + 0.5 x 0.8), below it c2 ties c3."""
+    Texas and Dell: above the floor Dell is evidence too (1.0 + 0.5 x 0.8 x its
+    specificity), below it c2 ties c3."""
     cases = {0.5: ["c2", "c3", "c4", "c1"], 0.85: ["c3", "c2", "c4"], 0.95: ["c3", "c2"]}
     for floor, chunks in cases.items():
         result = await search(stack, reader, corpus, "texas", settings(config, related_min_strength=floor))
@@ -313,7 +319,8 @@ async def test_search_related_min_strength(
     scores = {
         f.chunk_id: f.score for f in found(await search(stack, reader, corpus, "texas", settings(config)))
     }
-    assert scores == {"c3": 1.0, "c2": 1.4, "c4": 0.72, "c1": 0.64}
+    # c2: 1 + 0.5 x 0.8 x Dell's specificity among Texas, Dell and Austin, ln(1 + 4/2) / ln(1 + 4/1)
+    assert scores == {"c3": 1.0, "c2": round(1 + 0.4 * math.log(3) / math.log(5), 6), "c4": 0.72, "c1": 0.64}
 
 
 async def test_search_ties_are_deterministic(
@@ -390,7 +397,7 @@ async def test_service_search_and_expand(stack: Stack, corpus: str) -> None:
     matches = await rpc_search(stack, corpus, "Where is Dell headquartered?")
     # as test_search_scores_depth_one_and_two
     assert [(m.chunk_id, round(m.score, 6)) for m in matches] == [
-        ("c2", 1.4),  # names Dell and its neighbour Texas
+        ("c2", round(1 + 0.4 * math.log(3) / math.log(5), 6)),  # names Dell and its neighbour Texas
         ("c1", 1.0),
         ("c3", 0.64),
         ("c5", 0.48),
