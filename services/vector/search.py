@@ -97,12 +97,13 @@ def build_direct_query(metric: str) -> str:
             ) c
             WHERE k.chunk_count > $4
         ), allowed AS MATERIALIZED (  -- materialized: the planner cannot order it by the index
-            SELECT c.chunk_id, c.generation, c.embedding FROM k
+            -- the distance as each row is read: the CTE keeps it, not the 1.5 KB vector
+            SELECT c.chunk_id, c.generation, c.embedding {op} $2 AS distance FROM k
             JOIN chunks c ON c.corpus_id = $1 AND c.generation <= k.generation
             WHERE k.chunk_count <= $4
         ), top AS (
-            SELECT a.chunk_id, a.generation, a.embedding {op} $2 AS distance FROM allowed a
-            ORDER BY a.embedding {op} $2, a.chunk_id
+            SELECT a.chunk_id, a.generation, a.distance FROM allowed a
+            ORDER BY a.distance, a.chunk_id
             LIMIT $3
         ), exact AS (
             SELECT {_COLS}, top.distance, c.signature_embedding {op} $2 AS signature_distance,
@@ -162,12 +163,12 @@ def build_exact_query(metric: str, params: SearchParams) -> tuple[str, list[obje
     op, to_similarity = METRIC_SQL[metric]
     flt = chunk_filter(params, first_arg=4)
     sql = f"""
-        WITH allowed AS MATERIALIZED (
-            SELECT c.chunk_id, c.generation, c.embedding FROM chunks c
+        WITH allowed AS MATERIALIZED (  -- the distance kept, not the vector (build_direct_query)
+            SELECT c.chunk_id, c.generation, c.embedding {op} $2 AS distance FROM chunks c
             WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
         ), top AS (
-            SELECT a.chunk_id, a.generation, a.embedding {op} $2 AS distance FROM allowed a
-            ORDER BY a.embedding {op} $2, a.chunk_id
+            SELECT a.chunk_id, a.generation, a.distance FROM allowed a
+            ORDER BY a.distance, a.chunk_id
             LIMIT $3
         )
         SELECT {_COLS}, {to_similarity.format(d="top.distance")} AS score,
