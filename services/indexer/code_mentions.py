@@ -12,7 +12,12 @@ corpus (`get()` of ten classes names none of them):
   :func:`echo`): the writer marked it as code;
 - its bare name when that cannot be an English word: two capitals or more (`BaseCommand`,
   `HTTPServer`) or an underscore (`parse_args`); `Context` alone would be every "Context" that
-  starts a sentence.
+  starts a sentence;
+- its name in a Sphinx autodoc directive, `.. autofunction:: secho`, `.. autoclass:: File`: the
+  API reference of most Python projects, where the bare name is code whatever word it looks like.
+A form that a public definition shares only with private ones (a part of their qualified names
+starts with "_": `click._termui_impl.getchar` beside `click.termui.getchar`) names the public one:
+documentation is written about the public API.
 Matching is case-sensitive: code is written as it is named, and "basecommand" in prose is not it.
 """
 
@@ -26,10 +31,24 @@ from tribrid.entity_linking import EntityLinker, KnownEntity
 from tribrid.models import Entity, Relation
 
 NAMED_KINDS = frozenset({"function", "class"})
+# Sphinx autodoc's directives by the kind of definition they document
+AUTODOC = {
+    "function": ("autofunction", "automethod", "autodecorator"),
+    "class": ("autoclass", "autoexception"),
+}
 
 
 def _distinctive(name: str) -> bool:
     return "_" in name.strip("_") or sum(c.isupper() for c in name) >= 2
+
+
+def _public(entity: Entity) -> bool:
+    """No part of its qualified name is private by Python's convention (`_termui_impl`, `_key`;
+    a dunder such as `__init__` is not)."""
+    return not any(
+        part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+        for part in entity.qualified_name.split(".")
+    )
 
 
 def surface_forms(entity: Entity) -> set[str]:
@@ -42,20 +61,26 @@ def surface_forms(entity: Entity) -> set[str]:
         forms.add(f"{entity.name}()")
     if _distinctive(entity.name):
         forms.add(entity.name)
+    forms |= {f"{directive}:: {entity.name}" for directive in AUTODOC.get(entity.type, ())}
     return forms
 
 
 def code_linker(entities: Iterable[Entity]) -> EntityLinker:
-    """A linker over the definitions' forms that name exactly one definition."""
+    """A linker over the definitions' forms that name exactly one definition, or exactly one
+    public definition beside private ones."""
     owners: dict[str, set[str]] = defaultdict(set)
+    public: set[str] = set()
     for entity in entities:
         if entity.type in NAMED_KINDS and entity.name:
             for form in surface_forms(entity):
                 owners[form].add(entity.entity_id)
+            if _public(entity):
+                public.add(entity.entity_id)
     forms: dict[str, list[str]] = defaultdict(list)
     for form, ids in sorted(owners.items()):
-        if len(ids) == 1:
-            forms[next(iter(ids))].append(form)
+        named = ids if len(ids) == 1 else ids & public
+        if len(named) == 1:
+            forms[next(iter(named))].append(form)
     return EntityLinker(
         (KnownEntity(entity_id, tuple(names)) for entity_id, names in sorted(forms.items())),
         case_sensitive=True,

@@ -95,7 +95,9 @@ log = logging.getLogger(__name__)
 #  11: a call `x.m()` on a local whose class the code states (`x: C`, `x = C(...)`), `C(...).m()`
 #      and `self.x.m()` of an attribute the class states follow C's `m` (Python); Java on-demand
 #      imports (`import a.b.*;`) bring their package's types.
-INDEX_FORMAT = 11
+#  12: documentation MENTIONS the definitions its Sphinx autodoc directives name, and a form a
+#      public definition shares only with private ones names the public one (code_mentions).
+INDEX_FORMAT = 12
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs

@@ -30,9 +30,20 @@ def test_prose_names_a_definition_by_its_dotted_tail_its_call_or_a_name_no_word_
         "total_price()",
         "`total_price`",
         "total_price",
+        "autofunction:: total_price",  # Sphinx autodoc's directives
+        "automethod:: total_price",
+        "autodecorator:: total_price",
     }
-    # "Cart" alone is a word; in a code span it is code
-    assert surface_forms(DEFINITIONS[0]) == {"cart.Cart", "cart.Cart()", "shop.Cart", "shop.Cart()", "`Cart`"}
+    # "Cart" alone is a word; in a code span or an autodoc directive it is code
+    assert surface_forms(DEFINITIONS[0]) == {
+        "cart.Cart",
+        "cart.Cart()",
+        "shop.Cart",
+        "shop.Cart()",
+        "`Cart`",
+        "autoclass:: Cart",
+        "autoexception:: Cart",
+    }
     assert "BaseCommand" in surface_forms(DEFINITIONS[4])
 
 
@@ -54,3 +65,30 @@ def test_code_is_named_as_it_is_written() -> None:
     }
     found = {(r.source_id, r.target_id) for r in code_mentions(DEFINITIONS, texts)}
     assert found == {("doc-1", "base")}
+
+
+def test_an_autodoc_directive_names_a_definition_by_its_bare_name() -> None:
+    texts = {
+        "api": ".. autoclass:: Cart\n   :members:\n\n.. autofunction::   total_price",
+        "prose": "The cart holds a total price.",
+    }
+    found = {(r.source_id, r.target_id) for r in code_mentions(DEFINITIONS, texts)}
+    assert found == {("api", "cart"), ("api", "total")}
+
+
+def test_a_form_shared_with_private_definitions_names_the_public_one() -> None:
+    definitions = [
+        definition("pub", "function", "shop.terminal.getchar"),
+        definition("priv-1", "function", "shop._terminal_impl.getchar"),
+        definition("priv-2", "function", "shop._terminal_impl._Win.getchar"),
+        definition("get-a", "function", "shop.cart.Cart.get"),
+        definition("get-b", "function", "shop.store.Store.get"),
+        definition("init", "function", "shop.cart.Cart.__init__"),
+    ]
+    texts = {
+        "doc-1": "Read a key with :func:`getchar`, re-exported as shop.getchar().",
+        "doc-2": "Use get() to read a value.",  # two public definitions: still neither
+        "doc-3": "See Cart.__init__ for the arguments.",  # a dunder is public
+    }
+    found = {(r.source_id, r.target_id, r.count) for r in code_mentions(definitions, texts)}
+    assert found == {("doc-1", "pub", 2), ("doc-3", "init", 1)}
