@@ -6,7 +6,8 @@ character at a time (compatibility decomposition and case folding: "Zürich" -> 
 "ß" -> "ss", full-width "Dell" -> "dell"), and everything after folding (the match, its token
 boundaries, the overlaps) is decided on the folded text. Only counts are returned, so no offset
 ever maps back to the original text, and a fold that changes the length ("STRASSE" / "straße")
-cannot shift one.
+cannot shift one. A name is also known without its punctuation as people type it ("Mme
+Bonacieux", "dartagnan", a straight apostrophe for a curly one); a text is never changed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ _DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\
 # itself), so that a Chinese text makes few runs
 _TO_TRANSLATE = re.compile(r"[^\x00-\x7f\u4e00-\u9fff]+")
 _MIN_NAME_LENGTH = 2
+# How people type a name without its punctuation: an abbreviation's period before a space ("Mme.
+# Bonacieux" -> "Mme Bonacieux", "St. Cloud") and an apostrophe inside a word ("d'Artagnan" ->
+# "dArtagnan", "O'Brien"). A period inside a word stays ("U.S." never becomes "us").
+_ABBREVIATION_PERIOD = re.compile(r"(?<=\w)\.(?=\s)")
+_INNER_APOSTROPHE = re.compile(r"(?<=\w)['\u2019\u02bc](?=\w)")
+_TYPOGRAPHIC_APOSTROPHE = re.compile("[\u2019\u02bc]")
 
 
 class _Kind(Enum):
@@ -117,12 +124,15 @@ def _spaced(text: str) -> str:
 
 
 def _spellings(name: str) -> tuple[str, ...]:
-    """The folded name and, for an accented name, its unaccented spelling (in this order, so that
-    the output does not depend on string hashing)."""
+    """The folded name, with a typographic apostrophe as a straight one, without abbreviation
+    periods and inner apostrophes, and for an accented name the unaccented spellings of those (in
+    this order, so that the output does not depend on string hashing)."""
     if len(unicodedata.normalize("NFKC", name).strip()) < _MIN_NAME_LENGTH:
         return ()
-    folded = _fold(name)
-    return tuple(dict.fromkeys(s for s in (folded, _DIACRITICS.sub("", folded)) if s))
+    straight = _TYPOGRAPHIC_APOSTROPHE.sub("'", name)  # a curly apostrophe as a keyboard types it
+    bare = _INNER_APOSTROPHE.sub("", _ABBREVIATION_PERIOD.sub("", name))
+    folded = [_fold(name), _fold(straight), _fold(bare)]
+    return tuple(dict.fromkeys(s for f in folded for s in (f, _DIACRITICS.sub("", f)) if s))
 
 
 def _exact_spellings(name: str) -> tuple[str, ...]:

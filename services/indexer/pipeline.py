@@ -96,7 +96,8 @@ log = logging.getLogger(__name__)
 #      and `self.x.m()` of an attribute the class states follow C's `m` (Python); Java on-demand
 #      imports (`import a.b.*;`) bring their package's types.
 #  12: documentation MENTIONS the definitions its Sphinx autodoc directives name, and a form a
-#      public definition shares only with private ones names the public one (code_mentions).
+#      public definition shares only with private ones names the public one (code_mentions);
+#      known entities are linked by their names without punctuation too ("Mme Bonacieux").
 INDEX_FORMAT = 12
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress

@@ -124,3 +124,26 @@ def test_a_korean_name_takes_the_particles_written_on_it() -> None:
     linker = EntityLinker([KnownEntity("seoul", ("서울",))])
     assert linker.mentions("서울에서 만나요. 서울은 크다.") == {"seoul": 2}  # "in Seoul", topic marker
     assert linker.mentions("대서울 지역") == {}  # its start still needs a boundary
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Who carried off Mme Bonacieux?", {"bonacieux": 1}),  # the abbreviation's period left out
+        ("Mme. Bonacieux came; so did mme bonacieux", {"bonacieux": 2}),
+        ("d'Artagnan's sword and dartagnan's horse", {"dartagnan": 2}),  # straight, or no apostrophe
+        ("d\u2019Artagnan at Meung", {"dartagnan": 1}),
+        ("the U.S. army", {"us": 1}),
+        ("tell us about it", {}),  # a period inside a name stays: "U.S." is never "us"
+        ("d artagnan", {}),  # a space is not an apostrophe left out
+    ],
+)
+def test_names_typed_without_their_punctuation(text: str, found: dict[str, int]) -> None:
+    linker = EntityLinker(
+        [
+            KnownEntity("bonacieux", ("Mme. Bonacieux",)),
+            KnownEntity("dartagnan", ("d\u2019Artagnan",)),
+            KnownEntity("us", ("U.S.",)),
+        ]
+    )
+    assert linker.mentions(text) == found
