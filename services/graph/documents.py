@@ -189,13 +189,7 @@ async def find_document_seeds(
     named = await reader.get_entities(key, list(linked), with_unresolved=False) if linked else []
     found = [(entity, 1.0) for entity in named if entity.type in types]
     found += await reader.find_seeds(key, [*exact_terms, *recognized], types, limit, fulltext=False)
-    # a word an exact seed already names is not looked up by prefix: "Athos" is Athos, not every
-    # longer name holding it ("Monsieur Athos"), as a linker tries a looser match only when no
-    # exact one was found
-    named_words = {
-        word for entity, _ in found for form in (entity.name, *entity.aliases) for word in _words(form)
-    }
-    prefix_words = [word for word in prefix_words if word.lower() not in named_words]
+    prefix_words = unnamed_words(prefix_words, found)
     if prefix_words:
         found += await reader.find_seeds(key, prefix_words, types, limit, fuzzy=False)
     best: dict[str, tuple[Entity, float]] = {}
@@ -207,7 +201,17 @@ async def find_document_seeds(
 
 
 def _words(text: str) -> tuple[str, ...]:
-    return tuple(word.lower() for word in _WORD.findall(text))
+    """Lower-cased words, a curly apostrophe read as a straight one: a name stored with U+2019
+    ("d\u2019Artagnan") holds the question's "d'Artagnan" (as the linker reads it)."""
+    return tuple(word.lower() for word in _WORD.findall(text.replace("\u2019", "'")))
+
+
+def unnamed_words(words: Sequence[str], seeds: Iterable[tuple[Entity, float]]) -> list[str]:
+    """The question's words that no seed's name or alias holds. Only these are looked up by prefix:
+    "Athos" is Athos, not every longer name holding it ("Monsieur Athos"), as a linker tries a
+    looser match only when no exact one was found."""
+    named = {word for entity, _ in seeds for form in (entity.name, *entity.aliases) for word in _words(form)}
+    return [word for word in words if not set(_words(word)) <= named]
 
 
 def longest_names(seeds: Iterable[tuple[Entity, float]], query: str) -> list[tuple[Entity, float]]:

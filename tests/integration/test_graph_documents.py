@@ -19,6 +19,7 @@ from services.graph.documents import (
     document_search,
     find_document_seeds,
     longest_names,
+    unnamed_words,
 )
 from services.graph.search import GraphResult
 from services.graph.service import GraphServicer
@@ -226,6 +227,17 @@ def test_a_name_inside_a_longer_seed_the_question_holds_is_not_a_seed() -> None:
     # a longer name the question does not hold takes nothing away
     kept = longest_names([(named("b", "LA"), 1.0), (named("e", "La Rochelle"), 1.0)], "La and the sea")
     assert [e.entity_id for e, _ in kept] == ["b", "e"]
+
+
+def test_a_word_a_seed_names_is_not_looked_up_by_prefix() -> None:
+    def named(eid: str, name: str, *aliases: str) -> tuple[Entity, float]:
+        return Entity(eid, "c", "person", name, name, "", 0, 0, "", aliases=aliases), 1.0
+
+    seeds = [named("a", "Athos"), named("d", "d\u2019Artagnan"), named("m", "Mme. Bonacieux", "Constance")]
+    words = ["Athos", "Porthos", "d'Artagnan", "Constance", "Bonacieux", "Kitty"]
+    # a curly apostrophe in a name is the question's straight one
+    assert unnamed_words(words, seeds) == ["Porthos", "Kitty"]
+    assert unnamed_words(words, []) == words
 
 
 async def test_alias_seeds_are_the_same_in_the_store_and_in_memory(stack: Stack, corpus: str) -> None:
