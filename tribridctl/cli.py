@@ -163,6 +163,7 @@ def serve(
     if which == ALL and not single_process:
         # supervisord in the foreground, in place of this process: Ctrl-C or SIGTERM stops them all
         supervise.write_config(cfg, _services(which), replicas)
+        supervise.compile_bytecode()
         os.execv(sys.executable, supervise.command(cfg))
     from tribrid import telemetry
     from tribridctl.compose import run

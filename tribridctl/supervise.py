@@ -9,6 +9,7 @@ is a Deployment and no supervisor runs.
 
 from __future__ import annotations
 
+import compileall
 import getpass
 import subprocess
 import sys
@@ -130,6 +131,21 @@ def write_config(cfg: TriBridConfig, names: Sequence[str], replicas: int = 1) ->
     return conf
 
 
+# Where the packages a service process imports live, and their names.
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGES = ("tribrid", "services", "tribridctl")
+
+
+def compile_bytecode(root: Path = SOURCE_ROOT) -> None:
+    """Writes the missing or stale bytecode of the packages the services import, so that a
+    service started again after a crash reads it instead of compiling every module: 0.4 s of the
+    graph leg's 1.4 s of CPU to SERVING. Where PYTHONDONTWRITEBYTECODE is set, as in many shells
+    and containers, imports never write it; pip compiled an installed wheel's at install, and a
+    read-only one is left as it is."""
+    for package in _PACKAGES:
+        compileall.compile_dir(root / package, quiet=2)
+
+
 def command(cfg: TriBridConfig) -> list[str]:
     return [sys.executable, "-m", "supervisor.supervisord", "-c", str(config_path(cfg))]
 
@@ -137,6 +153,7 @@ def command(cfg: TriBridConfig) -> list[str]:
 def start(cfg: TriBridConfig, names: Sequence[str], replicas: int = 1) -> subprocess.Popen[bytes]:
     """supervisord running `names`, detached from this terminal; its pid is the services' pid."""
     write_config(cfg, names, replicas)
+    compile_bytecode()
     with log_path(cfg).open("ab") as log_file:
         return subprocess.Popen(
             command(cfg),

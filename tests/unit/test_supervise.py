@@ -97,3 +97,23 @@ def test_replicas_of_each_leg_on_their_own_ports_called_by_the_gateway_and_the_b
         parser[f"program:{p}"]["environment"].split('METRICS_PORT="')[1].split('"')[0] for p in programs
     ]
     assert len(set(metrics)) == len(programs)
+
+
+def test_bytecode_is_written_for_missing_and_stale_modules_only(tmp_path: Path) -> None:
+    import importlib.util
+    import os
+
+    (tmp_path / "services").mkdir()
+    fresh, stale = tmp_path / "services" / "fresh.py", tmp_path / "services" / "stale.py"
+    fresh.write_text("X = 1\n")
+    stale.write_text("X = 1\n")
+    supervise.compile_bytecode(tmp_path)  # no tribrid/ or tribridctl/ here: skipped
+    compiled = {p: Path(importlib.util.cache_from_source(str(p))) for p in (fresh, stale)}
+    assert all(pyc.is_file() for pyc in compiled.values())
+    fresh_written = compiled[fresh].stat().st_mtime_ns
+    stale.write_text("X = 2\n")
+    os.utime(stale, ns=(fresh_written + 10**9, fresh_written + 10**9))  # edited after compiling
+    before = compiled[stale].read_bytes()
+    supervise.compile_bytecode(tmp_path)
+    assert compiled[fresh].stat().st_mtime_ns == fresh_written  # up to date: left alone
+    assert compiled[stale].read_bytes() != before
