@@ -159,12 +159,21 @@ def _outgoing_token() -> str | None:
 _Req = TypeVar("_Req")
 
 
-def _with_token(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+def outgoing_metadata() -> tuple[tuple[str, str], ...] | None:
+    """What a call made now carries: the token of the caller being served, else $TRIBRID_TOKEN,
+    as `authorization`; None without either. For calls on the hot path, which pass it themselves
+    instead of going through grpc.aio's client interceptors (about 0.07 ms of CPU per call)."""
     token = _outgoing_token()
-    if token is None:
+    return None if token is None else (("authorization", f"Bearer {token}"),)
+
+
+def _with_token(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    outgoing = outgoing_metadata()
+    if outgoing is None:
         return details
     metadata = grpc.aio.Metadata(*(details.metadata or ()))
-    metadata["authorization"] = f"Bearer {token}"
+    for key, value in outgoing:
+        metadata[key] = value
     return grpc.aio.ClientCallDetails(
         details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
     )

@@ -117,15 +117,16 @@ def tracing_on() -> bool:
 
 
 def server_interceptors() -> Sequence[grpc.aio.ServerInterceptor]:
-    """The metrics interceptor, and OpenTelemetry's while tracing is on (`client_interceptors`)."""
+    """OpenTelemetry's while tracing is on (`client_interceptors`); the metrics are counted in
+    `tribrid.server.CallPolicy` (`call_recorder`)."""
     if not tracing_on():
-        return [MetricsServerInterceptor()]
+        return []
     # Health checks are not traced: they are noise, and the tracing interceptor iterates a
     # streaming handler, which health's Watch (a coroutine writing its messages) is not.
     from opentelemetry.instrumentation.grpc import aio_server_interceptor, filters
 
     untraced = filters.negate(filters.health_check())  # type: ignore[no-untyped-call]
-    return [aio_server_interceptor(filter_=untraced), MetricsServerInterceptor()]  # type: ignore[no-untyped-call]
+    return [aio_server_interceptor(filter_=untraced)]  # type: ignore[no-untyped-call]
 
 
 def client_interceptors() -> Sequence[grpc.aio.ClientInterceptor]:
@@ -397,62 +398,17 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], err: BaseException | N
     return "OK" if err is None else "UNKNOWN"
 
 
-class MetricsServerInterceptor(grpc.aio.ServerInterceptor):
-    """Counts and times unary-request RPCs (streaming-request ones, e.g. health Watch, pass through)."""
+def call_recorder(
+    method: str,
+) -> Callable[[grpc.aio.ServicerContext[Any, Any], float, BaseException | None], None]:
+    """What counts and times one call of `method` (`tribrid.server.CallPolicy`), given its
+    context, its start (`time.perf_counter`) and what it raised."""
+    latency = METRICS.request_latency.labels(method)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
-        method = str(handler_call_details.method)
-        if method.startswith(("/grpc.health", "/grpc.reflection")):
-            return handler
+    def record(
+        context: grpc.aio.ServicerContext[Any, Any], started: float, err: BaseException | None
+    ) -> None:
+        METRICS.requests.labels(method, _code_of(context, err)).inc()
+        latency.observe(time.perf_counter() - started)
 
-        def done(
-            context: grpc.aio.ServicerContext[_Req, _Resp], started: float, err: BaseException | None
-        ) -> None:
-            METRICS.requests.labels(method, _code_of(context, err)).inc()
-            METRICS.request_latency.labels(method).observe(time.perf_counter() - started)
-
-        if handler.unary_unary is not None:
-            inner_uu = cast("AioUnaryUnary[_Req, _Resp]", handler.unary_unary)
-
-            async def unary_unary(request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]) -> _Resp:
-                started, err = time.perf_counter(), None
-                try:
-                    return await inner_uu(request, context)
-                except BaseException as exc:
-                    err = exc
-                    raise
-                finally:
-                    done(context, started, err)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary, handler.request_deserializer, handler.response_serializer
-            )
-        if yields_messages(handler):
-            inner_us = cast("AioUnaryStream[_Req, _Resp]", handler.unary_stream)
-
-            async def unary_stream(
-                request: _Req, context: grpc.aio.ServicerContext[_Req, _Resp]
-            ) -> AsyncIterator[_Resp]:
-                started, err = time.perf_counter(), None
-                try:
-                    async for item in inner_us(request, context):
-                        yield item
-                except BaseException as exc:
-                    err = exc
-                    raise
-                finally:
-                    done(context, started, err)
-
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream, handler.request_deserializer, handler.response_serializer
-            )
-        return handler
+    return record

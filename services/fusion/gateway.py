@@ -155,8 +155,8 @@ class LegClient:
                 target,
                 services,
                 options=[*channel_options(leg.service), *options.items()],
-                # the legs check the caller's own token: a leg is no way around the gateway
-                interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
+                # no token forwarding here: each call passes auth.outgoing_metadata() itself
+                interceptors=telemetry.client_interceptors(),
             )
 
         self.channel = make_channel(address)
@@ -203,7 +203,10 @@ class LegClient:
                     if outcome.hedged:
                         telemetry.METRICS.leg_hedges.labels(self.leg).inc()
                 else:
-                    response = await self._search(request, timeout=budget_s)
+                    # the legs check the caller's own token: a leg is no way around the gateway
+                    response = await self._search(
+                        request, timeout=budget_s, metadata=auth.outgoing_metadata()
+                    )
                 outcome.matches = list(response.matches)
                 outcome.coverage = response.coverage
             except grpc.aio.AioRpcError as err:
@@ -221,7 +224,7 @@ class LegClient:
         ) as leg_span:
             started = time.perf_counter()
             try:
-                response = await self._expand(request, timeout=budget_s)
+                response = await self._expand(request, timeout=budget_s, metadata=auth.outgoing_metadata())
                 outcome.matches = list(response.matches)
             except grpc.aio.AioRpcError as err:
                 _failed(outcome, err)

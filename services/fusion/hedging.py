@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import grpc
 import numpy as np
 
+from tribrid import auth
 from tribrid.config import HedgingConfig
 from tribrid.v1 import common_pb2
 
@@ -115,7 +116,7 @@ class HedgedLeg:
         self, endpoint: Endpoint, request: common_pb2.SearchRequest, timeout_s: float
     ) -> common_pb2.SearchResponse:
         started = time.perf_counter()
-        response = await endpoint.search(request, timeout=timeout_s)
+        response = await endpoint.search(request, timeout=timeout_s, metadata=auth.outgoing_metadata())
         endpoint.latencies.append(time.perf_counter() - started)
         return response
 
