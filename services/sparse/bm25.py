@@ -77,10 +77,17 @@ SESSION_SETTINGS = {"enable_sort": "off", "plan_cache_mode": "force_generic_plan
 # The 1-based position of the highest set bit of a non-negative bigint (0 for 0).
 _HIGHEST_BIT = "CASE WHEN {x} = 0 THEN 0 ELSE floor(ln(({x})::float8) / ln(2::float8))::int + 1 END"
 
-# The query terms a top row holds (for explain), read for the few rows returned, not while scoring.
-_MATCHED = """(SELECT array_agg(p.term ORDER BY p.term) FROM postings p
+
+def _matched(terms: str) -> str:
+    """Which of `terms` a top row holds (for explain), sorted: one index probe per term, for the
+    few rows returned, not while scoring."""
+    return f"""(SELECT array_agg(p.term ORDER BY p.term) FROM postings p
                 WHERE p.corpus_id = $1 AND p.chunk_id = top.chunk_id AND p.generation = top.generation
-                  AND p.term = ANY($2::text[]))"""
+                  AND p.term = ANY({terms}))"""
+
+
+# The query terms a top row holds (plain and tsquery modes).
+_MATCHED = _matched("$2::text[]")
 
 
 def build_plain_query(params: SearchParams) -> tuple[str, list[object]]:
@@ -134,6 +141,10 @@ HEAD_FACTOR = 4
 # seeds, so no term is skipped: the probes cost more than reading every posting. Measured on the
 # 10k scale corpus and click: the pruned statement is faster from about 3,000 postings on.
 PRUNE_FROM_POSTINGS = 3000
+# The any-term statement reads which query terms a top chunk holds from the postings it scores
+# with, as bits of a bigint for the first HELD_BITS terms: looking them up again, an index probe
+# per term and returned row, was a third of the statement's time on a small corpus.
+HELD_BITS = 64
 # Float sums of the same terms in another order differ in the last bits: scores are ranked rounded,
 # so exact ties stay in chunk-id order whatever a plan's summation order, and the bars leave
 # that much room.
@@ -197,7 +208,9 @@ def build_any_query(params: SearchParams) -> tuple[str, list[object]]:
                    coalesce(max(b.cum) FILTER (WHERE b.cum < seed_bar.t), 0) AS rest_bound
             FROM bound b, seed_bar
         ), cand AS MATERIALIZED (
-            SELECT p.chunk_id, p.generation, sum(st.idf * {_CONTRIB}) AS partial
+            SELECT p.chunk_id, p.generation, sum(st.idf * {_CONTRIB}) AS partial,
+                   coalesce(bit_or(1::bigint << (st.ord - 1)::int) FILTER (WHERE st.ord <= {HELD_BITS}), 0)
+                       AS held
             FROM postings p JOIN st ON st.term = p.term CROSS JOIN corpus
             WHERE p.corpus_id = $1 AND p.term = ANY((SELECT essential FROM split)::text[])
               AND p.generation <= corpus.generation
@@ -210,16 +223,22 @@ def build_any_query(params: SearchParams) -> tuple[str, list[object]]:
                 ORDER BY score DESC OFFSET $5 - 1 LIMIT 1), 0) * {_SLACK}) AS t
             FROM seed_bar
         ), scored AS (
-            SELECT c.chunk_id, c.generation, c.partial + coalesce({exact("c", rest)}, 0) AS score
+            SELECT c.chunk_id, c.generation, c.held, c.partial + coalesce({exact("c", rest)}, 0) AS score
             FROM cand c, split, bar
             WHERE c.partial + split.rest_bound >= bar.t{kept("c")}
         ), top AS (
-            SELECT chunk_id, generation, score, round(score::numeric, {_SCORE_DIGITS}) AS ranked FROM scored
+            SELECT chunk_id, generation, held, score, round(score::numeric, {_SCORE_DIGITS}) AS ranked
+            FROM scored
             ORDER BY ranked DESC, chunk_id
             LIMIT $5
         )
-        SELECT {_COLS}, top.score, {_MATCHED} AS matched, (SELECT rest FROM split) AS skipped
-        FROM top
+        SELECT {_COLS}, top.score, top.held,
+               -- the other terms a top chunk holds, looked up only when there are any
+               CASE WHEN cardinality(unread.terms) > 0 THEN {_matched("unread.terms")} END AS unread_held,
+               (SELECT rest FROM split) AS skipped
+        FROM top CROSS JOIN (
+            SELECT (SELECT rest FROM split)::text[] || ($2::text[])[{HELD_BITS} + 1:] AS terms
+        ) unread
         JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.ranked DESC, top.chunk_id"""
     return sql, flt.args
@@ -248,6 +267,14 @@ def build_tsquery_query(params: SearchParams) -> tuple[str, list[object]]:
         JOIN chunks c ON c.corpus_id = $1 AND c.chunk_id = top.chunk_id AND c.generation = top.generation
         ORDER BY top.score DESC, top.chunk_id"""
     return sql, flt.args
+
+
+def held_terms(terms: list[str], held: int, unread_held: list[str] | None) -> list[str]:
+    """The query terms a chunk holds, in code point order (the embedded database's C.UTF-8
+    collation sorts them alike): bit i of `held` for terms[i] (the first HELD_BITS), and
+    `unread_held`, the others it holds."""
+    bits = (term for i, term in enumerate(terms[:HELD_BITS]) if held >> i & 1)
+    return sorted({*bits, *(unread_held or ())})
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +354,7 @@ async def bm25_any(
     def detail(row: asyncpg.Record) -> str:
         skipped = list(row["skipped"])
         note = "; pruned: " + ",".join(skipped) + " read for candidates only" if skipped else ""
-        return _detail(k1, b, "any", list(row["matched"]), note)
+        return _detail(k1, b, "any", held_terms(every, row["held"], row["unread_held"]), note)
 
     return Bm25Result([ScoredChunk(chunk_row(r), float(r["score"]), detail(r)) for r in rows])
 

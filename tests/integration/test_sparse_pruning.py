@@ -16,6 +16,7 @@ from services.sparse.bm25 import (
     SESSION_SETTINGS,
     build_any_query,
     build_plain_query,
+    held_terms,
 )
 from tests.integration.test_sparse_leg import DOCS
 from tests.integration.test_vector_leg import synth_vectors, write_corpus
@@ -86,14 +87,19 @@ async def both(
 
 
 def assert_same_ranking(
-    every: list[asyncpg.Record], pruned: list[asyncpg.Record], top_k: int, what: str
+    every: list[asyncpg.Record], pruned: list[asyncpg.Record], top_k: int, what: str, terms: list[str]
 ) -> None:
     """The pruned top_k is the unpruned ranking's, ranked by score (to 9 decimals), then chunk id:
-    the same scores at every rank and the same chunks, a tie group cut by top_k cut alike."""
+    the same scores at every rank and the same chunks, a tie group cut by top_k cut alike; and
+    each chunk holds the same query terms (the unpruned statement looks them up, the pruned one
+    keeps them from its postings, as bits for the first 64 terms)."""
     ranked = sorted(
         ((round(r["score"], 9), r["chunk_id"]) for r in every), key=lambda item: (-item[0], item[1])
     )
     assert [(round(r["score"], 9), r["chunk_id"]) for r in pruned] == ranked[:top_k], what
+    held = {r["chunk_id"]: list(r["matched"]) for r in every}
+    for row in pruned:
+        assert held_terms(terms, row["held"], row["unread_held"]) == held[row["chunk_id"]], what
 
 
 async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
@@ -109,7 +115,7 @@ async def test_pruned_statement_ranks_like_the_unpruned_one_on_real_code(
         for top_k, path_regex, languages in [(10, None, ()), (30, None, ()), (10, "core|types", ("python",))]:
             params = SearchParams(CODE, query, top_k, path_regex, languages)
             every, pruned = await both(pool, params, terms)
-            assert_same_ranking(every, pruned, top_k, f"{query!r} top_k={top_k} path={path_regex}")
+            assert_same_ranking(every, pruned, top_k, f"{query!r} top_k={top_k} path={path_regex}", terms)
             if path_regex:
                 assert all(r["file_path"] in {"click/core.py", "click/types.py"} for r in pruned)
             compared += 1
@@ -129,7 +135,7 @@ async def test_pruned_statement_with_other_bm25_parameters(
     for query in code_corpus[:30]:
         terms = list(parse_query(query, STOPWORDS, True).all)
         every, pruned = await both(pool, SearchParams(CODE, query, 10, None, ()), terms, 0, k1, b)
-        assert_same_ranking(every, pruned, 10, f"{query!r} k1={k1} b={b}")
+        assert_same_ranking(every, pruned, 10, f"{query!r} k1={k1} b={b}", terms)
         pruned_any += bool(pruned and pruned[0]["skipped"])
     assert pruned_any > 0
 
@@ -148,8 +154,22 @@ async def test_pruned_statement_on_a_handful_of_chunks(
     pool = await stack.resources.pool(SESSION_SETTINGS)
     terms = list(parse_query(query, STOPWORDS, True).all)
     every, pruned = await both(pool, SearchParams(few_chunks, query, top_k, None, ()), terms, prune_from)
-    assert_same_ranking(every, pruned, top_k, query)
+    assert_same_ranking(every, pruned, top_k, query, terms)
     if prune_from:
         assert all(not r["skipped"] for r in pruned)
     if query == "zzyzx":
         assert pruned == []
+
+
+async def test_terms_past_the_first_64_are_named_as_held_too(stack: Stack, code_corpus: list[str]) -> None:
+    """A question of more terms than the bits kept: a chunk's terms beyond the 64th are looked up
+    (here `context` and `command`, at the end), with and without pruning."""
+    pool = await stack.resources.pool(SESSION_SETTINGS)
+    filler = [f"zq{a}{b}" for a in "bcdfghjk" for b in "bcdfghjklmnpqrstvwxz"][:70]  # in no chunk
+    query = " ".join([*filler, "context", "command"])
+    terms = list(parse_query(query, STOPWORDS, True).all)
+    assert len(terms) > 64 and terms.index("command") >= 64
+    for prune_from in (0, PRUNE_FROM_POSTINGS):
+        every, pruned = await both(pool, SearchParams(CODE, query, 10, None, ()), terms, prune_from)
+        assert_same_ranking(every, pruned, 10, f"prune_from={prune_from}", terms)
+        assert any(held_terms(terms, r["held"], r["unread_held"]) == ["command", "context"] for r in pruned)
