@@ -28,7 +28,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from bench.bench_fusion import ensure_indexed
 from bench.click_corpus import default_root
 from bench.load import variant
 from bench.report import write_report
-from bench.server_cpu import cpu_seconds, server_roots
+from bench.server_cpu import cpu_by_process, server_roots
 from evaluation import REPO_ROOT
 from tribrid.config import TriBridConfig, load_config
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
@@ -90,6 +90,8 @@ class Phase:
     p99_ms: float = 0.0
     cpu_ms_per_answer: float = 0.0
     first_sight: float = 0.5
+    # the same, by process: each service, "postgresql", "falkordb"
+    cpu_ms_by_process: dict[str, float] = field(default_factory=dict)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -126,7 +128,7 @@ async def run_phase(
             except (grpc.aio.AioRpcError, urllib3.exceptions.HTTPError):
                 phase.errors += 1
 
-    cpu_before = cpu_seconds(roots)
+    cpu_before = cpu_by_process(roots)
     started = time.perf_counter()
     workers = asyncio.gather(*(worker() for _ in range(phase.concurrency)))
     while not workers.done():
@@ -134,11 +136,18 @@ async def run_phase(
         progress.update(task, completed=min(seconds, time.perf_counter() - started))
     await workers
     phase.seconds = time.perf_counter() - started
-    cpu = cpu_seconds(roots) - cpu_before
+    cpu_after = cpu_by_process(roots)
     phase.answers = len(latencies)
     phase.answers_per_s = phase.answers / phase.seconds
     phase.p50_ms, phase.p99_ms = pct(latencies, 50), pct(latencies, 99)
-    phase.cpu_ms_per_answer = 1000 * cpu / max(phase.answers, 1)
+    per_answer = 1000 / max(phase.answers, 1)
+    used = {kind: cpu_after[kind] - cpu_before.get(kind, 0.0) for kind in cpu_after}
+    phase.cpu_ms_per_answer = sum(used.values()) * per_answer
+    phase.cpu_ms_by_process = {  # the largest first
+        kind: seconds * per_answer
+        for kind, seconds in sorted(used.items(), key=lambda item: -item[1])
+        if kind != "other" and seconds > 0
+    }
     return phase
 
 
@@ -251,6 +260,10 @@ def medians(rounds: list[list[Phase]]) -> list[Phase]:
                 p99_ms=statistics.median(p.p99_ms for p in same),
                 cpu_ms_per_answer=statistics.median(p.cpu_ms_per_answer for p in same),
                 first_sight=first.first_sight,
+                cpu_ms_by_process={
+                    kind: statistics.median(p.cpu_ms_by_process.get(kind, 0.0) for p in same)
+                    for kind in first.cpu_ms_by_process
+                },
             )
         )
     return out
@@ -340,6 +353,9 @@ def show(result: dict[str, Any]) -> None:
             f"bench-quick {p['transport']} c={p['concurrency']}: {p['answers_per_s']:.1f} answers/s,"
             f" p50 {p['p50_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, CPU {p['cpu_ms_per_answer']:.1f} ms/answer"
         )
+    for p in result["phases"]:
+        split = ", ".join(f"{kind} {ms:.1f}" for kind, ms in p.get("cpu_ms_by_process", {}).items())
+        console.print(f"  CPU ms/answer by process, {p['transport']} c={p['concurrency']}: {split}")
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

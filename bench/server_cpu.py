@@ -34,15 +34,41 @@ def server_roots(cfg: TriBridConfig) -> list[int]:
 
 def cpu_seconds(roots: list[int]) -> float:
     """CPU seconds used so far by `roots` and every live descendant of theirs."""
+    return sum(cpu_by_process(roots).values())
+
+
+def cpu_by_process(roots: list[int]) -> dict[str, float]:
+    """`cpu_seconds` by what each process is: a service ("vector", "fusion", ... by its
+    `serve <name>` command line), "postgresql" (the server and its backends), "falkordb", or
+    "other" (the supervisor)."""
     stats = {
         int(p.name): s for p in Path("/proc").iterdir() if p.name.isdigit() and (s := _stat(int(p.name)))
     }
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in stats.items():
         children.setdefault(parent, []).append(pid)
-    total, todo = 0.0, [r for r in roots if r in stats]
+    totals: dict[str, float] = {}
+    todo = [(r, _kind(r)) for r in roots if r in stats]
     while todo:
-        pid = todo.pop()
-        total += stats[pid][1]
-        todo.extend(children.get(pid, []))
-    return total
+        pid, kind = todo.pop()
+        if kind == "other":  # the supervisor's children are the services
+            kind = _kind(pid)
+        totals[kind] = totals.get(kind, 0.0) + stats[pid][1]
+        todo.extend((child, kind) for child in children.get(pid, []))
+    return totals
+
+
+def _kind(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return "other"
+    words = [a.decode(errors="replace") for a in argv if a]
+    if "serve" in words[:-1]:
+        return words[words.index("serve") + 1]
+    command = " ".join(words[:2])
+    if "postgres" in command:
+        return "postgresql"
+    if "redis-server" in command or "falkordb" in command:
+        return "falkordb"
+    return "other"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bench import bench_quick
@@ -93,5 +94,32 @@ def test_each_figure_is_the_median_of_its_rounds_and_the_overhead_is_taken_withi
     assert (http_c1.transport, http_c1.p50_ms, http_c1.cpu_ms_per_answer) == ("HTTP", 24.0, 32.0)
 
 
-def test_the_bridge_overhead_is_the_difference_of_the_medians() -> None:
-    assert bench_quick.overhead_ms([10.0, 12.0, 50.0], [11.0, 13.5, 14.0]) == 1.5
+def test_each_process_cpu_is_the_median_of_its_rounds() -> None:
+    def phase(vector: float, postgresql: float) -> bench_quick.Phase:
+        split = {"vector": vector, "postgresql": postgresql}
+        return bench_quick.Phase("gRPC", 8, answers=10, cpu_ms_by_process=split)
+
+    rounds = [[phase(5.0, 2.0)], [phase(9.0, 1.0)], [phase(6.0, 3.0)]]
+    (merged,) = bench_quick.medians(rounds)
+    assert merged.cpu_ms_by_process == {"vector": 6.0, "postgresql": 2.0}
+
+
+def test_cpu_is_counted_by_what_each_process_serves() -> None:
+    """A service is named by its `serve <name>` command line, whoever started it; the rest is
+    "other"."""
+    import subprocess
+    import sys
+
+    from bench import server_cpu
+
+    with subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "serve", "sparse"]
+    ) as service:
+        try:
+            counted = server_cpu.cpu_by_process([service.pid])
+            own = server_cpu.cpu_by_process([os.getpid()])
+        finally:
+            service.kill()
+    assert list(counted) == ["sparse"]
+    # as under the supervisor: its children are counted by what they serve, itself as "other"
+    assert set(own) == {"other", "sparse"} and own["other"] > 0  # pytest itself has used CPU
