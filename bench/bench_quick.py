@@ -354,8 +354,12 @@ def show(result: dict[str, Any]) -> None:
             f" p50 {p['p50_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, CPU {p['cpu_ms_per_answer']:.1f} ms/answer"
         )
     for p in result["phases"]:
-        split = ", ".join(f"{kind} {ms:.1f}" for kind, ms in p.get("cpu_ms_by_process", {}).items())
-        console.print(f"  CPU ms/answer by process, {p['transport']} c={p['concurrency']}: {split}")
+        split = ", ".join(
+            f"{kind} {ms:.1f}" for kind, ms in p.get("cpu_ms_by_process", {}).items() if ms >= 0.05
+        )
+        console.print(
+            f"  CPU ms/answer by process, {p['transport']} c={p['concurrency']}: {split}", soft_wrap=True
+        )
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
