@@ -4,9 +4,10 @@ One table (`RPC_SCOPES`, read from the contract's service descriptors) says whic
 needs; the gRPC server interceptor (`tribrid.server`) and the bridge's HTTP middleware both ask
 `TokenTable.authenticate`. Tokens are stored as SHA-256 hex digests (config `auth.tokens` or the
 JSON file `auth.tokens_file`) and compared with `hmac.compare_digest`. The caller of the RPC being
-served is kept in a context variable: the servicers read it (`may_see`), and the client
-interceptor (`client_interceptors`) sends its token on every outgoing call, so the gateway calls the
-legs, and the bridge the gateway, as the caller.
+served is kept in a context variable: the servicers read it (`may_see`), and every outgoing call
+sends its token (the gateway's leg calls pass `outgoing_metadata()`, other clients use the
+interceptor of `client_interceptors`), so the gateway calls the legs, and the bridge the gateway,
+as the caller.
 """
 
 from __future__ import annotations
