@@ -28,6 +28,7 @@ from rich.table import Table
 from bench.bench_fusion import ensure_indexed
 from bench.bench_quick import CORPUS, TOP_K, Phase, questions, run_phase
 from bench.click_corpus import default_root
+from bench.server_cpu import service_of
 from evaluation import REPO_ROOT
 from tribrid.config import load_config
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
@@ -37,7 +38,6 @@ console = Console(width=max(Console().width, 120))
 # Two recorders per service (a flame graph, and the stacks counted here) at half the usual rate
 # each; never pausing the service.
 RECORD = ("--rate", "50", "--nonblocking")
-_SERVICE = re.compile(rb"tribridctl\.cli\x00serve\x00(\w+)")
 
 
 def services(supervisor: int) -> dict[str, int]:
@@ -45,9 +45,8 @@ def services(supervisor: int) -> dict[str, int]:
     children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
     found = {}
     for pid in map(int, children):
-        named = _SERVICE.search(Path(f"/proc/{pid}/cmdline").read_bytes())
-        if named:
-            found[named.group(1).decode()] = pid
+        if (name := service_of(pid)) is not None:
+            found[name] = pid
     return found
 
 

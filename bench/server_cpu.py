@@ -58,17 +58,27 @@ def cpu_by_process(roots: list[int]) -> dict[str, float]:
     return totals
 
 
+def service_of(pid: int) -> str | None:
+    """The service a process runs (its `serve <name>` command line), None for any other."""
+    words = _argv(pid)
+    return words[words.index("serve") + 1] if "serve" in words[:-1] else None
+
+
 def _kind(pid: int) -> str:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (FileNotFoundError, ProcessLookupError):
-        return "other"
-    words = [a.decode(errors="replace") for a in argv if a]
-    if "serve" in words[:-1]:
-        return words[words.index("serve") + 1]
-    command = " ".join(words[:2])
+    service = service_of(pid)
+    if service is not None:
+        return service
+    command = " ".join(_argv(pid)[:2])
     if "postgres" in command:
         return "postgresql"
     if "redis-server" in command or "falkordb" in command:
         return "falkordb"
     return "other"
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return [a.decode(errors="replace") for a in argv if a]

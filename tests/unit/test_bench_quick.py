@@ -116,10 +116,12 @@ def test_cpu_is_counted_by_what_each_process_serves() -> None:
         [sys.executable, "-c", "import time; time.sleep(30)", "serve", "sparse"]
     ) as service:
         try:
+            named = server_cpu.service_of(service.pid), server_cpu.service_of(os.getpid())
             counted = server_cpu.cpu_by_process([service.pid])
             own = server_cpu.cpu_by_process([os.getpid()])
         finally:
             service.kill()
+    assert named == ("sparse", None)
     assert list(counted) == ["sparse"]
     # as under the supervisor: its children are counted by what they serve, itself as "other"
     assert set(own) == {"other", "sparse"} and own["other"] > 0  # pytest itself has used CPU
