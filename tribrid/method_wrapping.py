@@ -3,8 +3,8 @@
 grpc.aio asks every server interceptor for the handler of each call it serves. An interceptor that
 built its wrapper there built closures and a new `RpcMethodHandler` per call, per interceptor.
 `WrapsMethods` builds a method's wrapper the first time the method is called and hands the same
-one out after: the services' interceptors cost 0.13 ms of CPU per call before, 0.03 ms after
-(an empty `Search` over grpc.aio, same process layout).
+one out after. (That alone saved little: what each call costs is each interceptor and each wrapper
+layer it runs through, which is why the services have one, `tribrid.server.CallPolicy`.)
 """
 
 from __future__ import annotations

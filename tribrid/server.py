@@ -82,8 +82,9 @@ _Resp = TypeVar("_Resp")
 
 class CallPolicy(WrapsMethods):
     """What every call of a service's RPCs goes through, in one wrapper per method (grpc.aio runs
-    each interceptor, and each wrapper layer, on every call: three of them cost 0.17 ms of CPU
-    per call, this one 0.04 ms):
+    each interceptor, and each wrapper layer, on every call: on an empty `Search` three of them
+    added 0.13-0.17 ms of server CPU per call to a bare server's 0.41-0.47 ms, this one about
+    0.05 ms):
 
     - counted and timed (`telemetry.METRICS`), health and reflection aside;
     - admitted, health and reflection aside: with `auth_cfg` enabled, UNAUTHENTICATED without a
