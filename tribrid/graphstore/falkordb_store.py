@@ -179,12 +179,14 @@ class FalkorDBGraphStore(CypherGraphStore):
         child process runs; yields whether none does. Writes stay in the append-only log meanwhile,
         so nothing is less durable. A server that refuses CONFIG (a managed one) is only waited on."""
         conn = (await self._client()).connection
+        saved: dict[str, str] = {}  # what was paused, to put back
         try:
-            saved = {name: (await conn.config_get(name))[name] for name in _AUTO_CHILD_SETTINGS}
             for name, value in _AUTO_CHILD_SETTINGS.items():
+                before = (await conn.config_get(name))[name]
                 await conn.config_set(name, value)
+                saved[name] = before
         except ResponseError:
-            saved = {}
+            pass
         try:
             deadline = asyncio.get_running_loop().time() + self._fork_wait_s
             while True:
