@@ -203,8 +203,8 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern.format(**WORDS), re.IGNORECASE)
+def _compile(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
+    return re.compile(pattern.format(**WORDS), flags)
 
 
 # The relation words of the phrasing families: never a name, whatever the corpus defines. The
@@ -224,6 +224,12 @@ VOCABULARY = re.compile(
 _COMPILED: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...] = tuple(
     (family, tuple(_compile(p) for p in family.patterns)) for family in FAMILIES
 )
+# The same patterns matched case-sensitively, for ASCII text lowered first. Their words are lower
+# case, so on ASCII text they read exactly what the IGNORECASE ones read, at about 60 % of the
+# cost (case-insensitive matching folds every character it compares; this was half the reader's).
+_LOWERED: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...] = tuple(
+    (family, tuple(_compile(p, 0) for p in family.patterns)) for family in FAMILIES
+)
 
 
 # Code quoted in backticks with a space inside: a fragment ("`extends Foo`", "`new Foo()`"), not a
@@ -239,8 +245,11 @@ def family_reading(text: str) -> Intent | None:
     """The family whose pattern reads the longest stretch of the text (the more of the question a
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
     members question, "the methods called inside X" a longer callees one); None if none reads."""
+    compiled = _COMPILED
+    if text.isascii():
+        text, compiled = text.lower(), _LOWERED
     best: tuple[int, Intent] | None = None
-    for family, patterns in _COMPILED:
+    for family, patterns in compiled:
         for pattern in patterns:
             found = pattern.search(text)
             if found is not None and (best is None or len(found.group()) > best[0]):

@@ -106,6 +106,8 @@ _AUXILIARIES = frozenset(("is", "are", "was", "were"))
 
 def is_name(token: str, position: int) -> bool:
     """A token written as a name: quoted, code-like, or capitalized inside the sentence."""
+    if token.isalnum() and token.islower():  # a plain word, as most are: none of the below holds
+        return False
     if token.startswith(_QUOTES):
         return True
     bare = token.removesuffix("()")
@@ -185,8 +187,11 @@ def resolve_pronouns(question: str, before: str) -> str:
     return _PRONOUN.sub((code or names)[0], question)
 
 
+_FAN = re.compile(r"\bfan[- ]?(in|out)\b", re.IGNORECASE)  # "fan-in", "fan out": one word
+
+
 def _words(query: str) -> list[str]:
-    return _TOKEN.findall(re.sub(r"\bfan[- ]?(in|out)\b", r"fan\1", query, flags=re.IGNORECASE))
+    return _TOKEN.findall(_FAN.sub(r"fan\1", query))
 
 
 def _is_cue(word: str) -> bool:
