@@ -113,9 +113,12 @@ def test_cpu_is_counted_by_what_each_process_serves() -> None:
     from bench import server_cpu
 
     with subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(30)", "serve", "sparse"]
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)", "serve", "sparse"],
+        stdout=subprocess.PIPE,
     ) as service:
         try:
+            # until the child has run its command line, /proc shows pytest's (fork before exec)
+            assert service.stdout is not None and service.stdout.readline() == b"up\n"
             named = server_cpu.service_of(service.pid), server_cpu.service_of(os.getpid())
             counted = server_cpu.cpu_by_process([service.pid])
             own = server_cpu.cpu_by_process([os.getpid()])
