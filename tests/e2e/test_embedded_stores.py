@@ -259,9 +259,8 @@ def test_a_clean_stop_compacts_the_log_so_a_restart_replays_no_queries(running: 
     assert graph.query("MATCH (k:Kept) RETURN count(k), sum(k.v)").result_set == [[200, 20100]]
 
 
-def _start_slow_snapshot(port: int, seconds_per_key: float) -> None:
+def _start_slow_snapshot(conn: redis.Redis, seconds_per_key: float) -> None:
     """A BGSAVE whose child process runs for a while (Redis's own test knob slows it per key)."""
-    conn = redis.Redis(host=HOST, port=port)
     conn.config_set("rdb-key-save-delay", int(seconds_per_key * 1_000_000))
     conn.bgsave()
     assert conn.info("persistence")["rdb_bgsave_in_progress"] == 1
@@ -290,7 +289,7 @@ async def test_a_graph_copy_during_a_snapshot_neither_freezes_the_server_nor_los
         await store.upsert_entities("copysrc", entities)
         relations = [Relation("e0", "e1", "calls"), Relation("e1", "e2", "calls")]
         await store.upsert_relations("copysrc", relations)
-        _start_slow_snapshot(GRAPH_PORT, seconds_per_key)
+        _start_slow_snapshot(conn, seconds_per_key)
         await asyncio.wait_for(store.copy_graph("copysrc", "copydst"), timeout=60)
 
         assert _redis_ping(GRAPH_PORT)

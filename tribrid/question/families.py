@@ -245,9 +245,15 @@ def family_reading(text: str) -> Intent | None:
     """The family whose pattern reads the longest stretch of the text (the more of the question a
     reading explains, the likelier it is), the earlier family on a tie ("show me the methods" is a
     members question, "the methods called inside X" a longer callees one); None if none reads."""
-    compiled = _COMPILED
     if text.isascii():
-        text, compiled = text.lower(), _LOWERED
+        return longest_reading(text.lower(), _LOWERED)
+    return longest_reading(text, _COMPILED)
+
+
+def longest_reading(
+    text: str, compiled: tuple[tuple[Family, tuple[re.Pattern[str], ...]], ...]
+) -> Intent | None:
+    """`family_reading` with these compiled patterns, on the text as given."""
     best: tuple[int, Intent] | None = None
     for family, patterns in compiled:
         for pattern in patterns:
