@@ -77,7 +77,7 @@ class FalkorDBGraphStore(CypherGraphStore):
     ) -> None:
         super().__init__(cfg.write_batch_size)
         self._fork_wait_s = fork_wait_s
-        self._copy_lock = asyncio.Lock()
+        self._fork_lock = asyncio.Lock()  # one fork of ours at a time: copies and log rewrites
         self._graph_prefix = cfg.graph_prefix
         # A blocking pool makes concurrent tasks wait for a free connection instead of failing.
         self._pool = BlockingConnectionPool(
@@ -165,13 +165,47 @@ class FalkorDBGraphStore(CypherGraphStore):
         await self.delete_corpus(target)
         if not await self._graph_exists(source):
             return
-        async with self._copy_lock, self._fork_free() as free:
-            if not free:  # a child outlived the wait: copy through Cypher, which forks nothing
-                await super().copy_graph(source, target)
-                return
-            await (await self._graph(source)).copy(self.graph_name(target))  # GRAPH.COPY: indexes too
+        async with self._fork_lock, self._fork_free() as free:
+            if free:
+                await (await self._graph(source)).copy(self.graph_name(target))  # indexes too
+        if not free:  # a child outlived the wait: copy through Cypher, which forks nothing
+            await super().copy_graph(source, target)
+            return
         self._schema_ready.add(target)
         await self._write(target, cypher.RELABEL_CORPUS)  # nodes carry their key; see cypher.py
+
+    async def ensure_schema(self, corpus_id: str) -> None:
+        created = not await self._graph_exists(corpus_id)
+        await super().ensure_schema(corpus_id)
+        if created:
+            async with self._fork_lock:
+                await self._log_indexes()
+
+    async def _log_indexes(self) -> None:
+        """Start a rewrite of the append-only log, so a new graph's indexes are in the log's base.
+        A replay after a crash builds the indexes of graphs created in the log's tail only once it
+        has replayed everything: each logged write then scans its graph (measured here: 5 batches
+        of 3,000 edges on 3,500 nodes replayed in 26.5 s, against 0.2 s live and on a restart from
+        a rewritten log). Waits until the rewrite has forked, up to fork_wait_s; the writes after
+        it go to the new log tail. Best effort: a server without the log or that refuses the
+        command (a managed one) is left alone."""
+        conn = (await self._client()).connection
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._fork_wait_s
+        requested = False
+        while loop.time() < deadline:
+            info = await conn.info("persistence")
+            if not int(info.get("aof_enabled", 0)):
+                return
+            if requested and not int(info.get("aof_rewrite_scheduled", 0)):
+                return  # forked: the child writes the data set as it was, indexes included
+            if not requested and not int(info.get("aof_rewrite_in_progress", 0)):
+                try:
+                    await conn.bgrewriteaof()  # scheduled by Redis while another child runs
+                except ResponseError:
+                    return
+                requested = True
+            await asyncio.sleep(_CHILD_POLL_S)
 
     @asynccontextmanager
     async def _fork_free(self) -> AsyncIterator[bool]:
