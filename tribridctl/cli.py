@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -157,6 +158,8 @@ def serve(
     if replicas > 1 and (which != ALL or single_process):
         raise typer.BadParameter("replicas need `serve all`, one process each", param_hint="--replicas")
     cfg = _config()
+    if which == ALL or background:  # run here, beside the stores (a pod alone reports its own)
+        _require_stores(cfg)
     if background:
         _serve_background(cfg, which, single_process, replicas)
         return
@@ -172,7 +175,32 @@ def serve(
     telemetry.setup_tracing(cfg.telemetry, f"tribrid-{which}")
     import uvloop  # a service's loop: about a quarter less CPU per gRPC call than asyncio's
 
-    uvloop.run(run(cfg, _services(which)))
+    from tribrid.stores.postgres import StoreUnavailable
+
+    try:
+        uvloop.run(run(cfg, _services(which)))
+    except StoreUnavailable as exc:  # one line, not a traceback: the supervisor starts it again
+        logging.getLogger("tribridctl").error("%s cannot start: %s", which, exc)
+        raise typer.Exit(1) from None
+
+
+def _require_stores(cfg: TriBridConfig) -> None:
+    """Every service needs the stores: name an embedded one that does not answer, and how to start
+    it, rather than start services that can only exit and be restarted until it comes up. External
+    stores are left to the services (in a container they may come up later)."""
+    from tribrid.stores.embedded.common import tcp_reachable
+
+    gs = cfg.graph_store
+    managed = [
+        ("PostgreSQL", cfg.postgres.embedded, cfg.postgres.host, cfg.postgres.port),
+        ("FalkorDB", gs.backend == "falkordb", gs.falkordb_host, gs.falkordb_port),
+    ]
+    down = [(name, host, port) for name, on, host, port in managed if on and not tcp_reachable(host, port)]
+    for name, host, port in down:
+        err_console.print(f"[red]{name} does not answer on {host}:{port}[/red]")
+    if down:
+        err_console.print("start the stores with `tribrid up` (`make up`), then serve again")
+        raise typer.Exit(1)
 
 
 def _services(which: str) -> tuple[ServiceName, ...]:

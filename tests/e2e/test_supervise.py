@@ -79,3 +79,43 @@ async def test_a_killed_service_is_started_again_and_stop_leaves_no_process(
     assert code == 0, out
     assert not _alive(supervisor) and not _alive(second) and not _alive(first)
     assert not (tmp_path / "services.pid").exists()
+
+
+async def test_serving_with_an_embedded_store_down_names_it_and_starts_nothing(
+    config: TriBridConfig, tmp_path: Path
+) -> None:
+    closed = free_port()  # nothing listens there
+    env = {
+        **os.environ,
+        "TRIBRID_STATE_DIR": str(tmp_path),
+        "TRIBRID_POSTGRES__PORT": str(closed),
+        "TRIBRID_GRAPH_STORE__FALKORDB_PORT": str(config.graph_store.falkordb_port),
+        "TRIBRID_SERVICES__SPARSE_PORT": str(free_port()),
+        "TRIBRID_TELEMETRY__METRICS_PORT": "0",
+    }
+    code, out = await _cli(env, "serve", "sparse", "--background")
+    assert code == 1
+    assert f"PostgreSQL does not answer on 127.0.0.1:{closed}" in out
+    assert "FalkorDB" not in out  # it answers
+    assert "tribrid up" in out
+    assert not (tmp_path / "services.pid").exists()
+
+
+async def test_a_service_whose_database_does_not_answer_exits_with_one_line_saying_so(
+    tmp_path: Path,
+) -> None:
+    # Run alone (as in a pod), it is not checked beforehand: it exits, and its supervisor (or
+    # Kubernetes) starts it again, each time with one line in the log, not a traceback.
+    closed = free_port()
+    env = {
+        **os.environ,
+        "TRIBRID_STATE_DIR": str(tmp_path),
+        "TRIBRID_POSTGRES__PORT": str(closed),
+        "TRIBRID_SERVICES__SPARSE_PORT": str(free_port()),
+        "TRIBRID_TELEMETRY__METRICS_PORT": "0",
+    }
+    code, out = await _cli(env, "serve", "sparse")
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, out
+    assert f"sparse cannot start: PostgreSQL at 127.0.0.1:{closed} does not answer" in lines[0]

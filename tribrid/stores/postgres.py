@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import asyncpg
 import numpy as np
@@ -223,6 +224,21 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
 
 
+class StoreUnavailable(ConnectionError):
+    """A store that does not answer when a service starts: which and where, in one line."""
+
+
+def _address(cfg: PostgresConfig) -> str:
+    """host:port of the server, never the DSN's credentials."""
+    if cfg.dsn is None:
+        return f"{cfg.host}:{cfg.port}"
+    try:
+        parts = urlsplit(cfg.dsn.get_secret_value())
+        return f"{parts.hostname}:{parts.port or 5432}"
+    except ValueError:
+        return "the configured DSN"
+
+
 async def create_pool(
     cfg: PostgresConfig,
     dim: int,
@@ -239,7 +255,10 @@ async def create_pool(
     advisory locks or LISTEN: transaction-local settings only): a connection then goes back as it
     is, without asyncpg's reset statements, a round trip per query on the search legs' hot path.
     An open transaction is still rolled back. `max_size` replaces `cfg.pool_max_size`."""
-    conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
+    try:
+        conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
+    except (OSError, TimeoutError) as exc:  # refused, unreachable, no answer
+        raise StoreUnavailable(f"PostgreSQL at {_address(cfg)} does not answer ({exc})") from exc
     try:
         await migrate(conn, dim, vector)
     finally:
