@@ -546,8 +546,10 @@ class FusionConfig(_Section):
     query_kind_weights: dict[QueryKindName, LegWeights] = Field(default_factory=_default_kind_weights)
     # A question about a corpus of documents whose graph-leg answer starts from entities it names
     # exactly (the question holds a known entity's name or alias): these weights, not the kind's
-    # scaled by the corpus's code share, and no confidence scaling. Chosen on the tune half of
-    # the entity sets (evals/entities/; evals/README.md): equal weights beat every profile there.
+    # scaled by the corpus's code share, then scaled by each leg's confidence as prose questions
+    # are (without it the vector leg, which reads no Chinese, kept a full share: the Chinese
+    # held-out sets lost 0.04-0.10). Chosen on the tune half of the entity sets (evals/entities/;
+    # evals/README.md): equal weights beat every profile there.
     entity_weights: LegWeights = Field(default_factory=lambda: {"vector": 1.0, "sparse": 1.0, "graph": 1.0})
     # Kinds whose profile weights are scaled per query by each leg's confidence: how far its best
     # score stands above its own list (the top score's z), to `confidence_power`. Score fusion
