@@ -282,8 +282,9 @@ def stop() -> None:
         _pid_file(cfg).unlink(missing_ok=True)
         return
     os.kill(pid, signal.SIGTERM)
-    # the supervisor stops every service first, each within its drain and grace periods
-    deadline = time.monotonic() + supervise.stop_wait_s(cfg) + 5
+    # the supervisor stops every service first, one after another, each within its drain and
+    # grace periods
+    deadline = time.monotonic() + supervise.supervisor_stop_s(cfg) + 5
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
@@ -292,8 +293,16 @@ def stop() -> None:
         time.sleep(0.1)
     else:
         os.kill(pid, signal.SIGKILL)
+    # a service the supervisor left behind (it was killed, or died first) still holds its port
+    left = supervise.session_members(pid)
+    for member in left:
+        try:
+            os.kill(member, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     _pid_file(cfg).unlink(missing_ok=True)
-    console.print(f"services: stopped (pid {pid})")
+    killed = f"; killed {len(left)} process(es) it left behind" if left else ""
+    console.print(f"services: stopped (pid {pid}){killed}")
 
 
 @app.command()

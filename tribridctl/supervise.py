@@ -42,6 +42,30 @@ def stop_wait_s(cfg: TriBridConfig) -> float:
     return cfg.services.drain_delay_s + cfg.services.shutdown_grace_s + STOP_MARGIN_S
 
 
+def supervisor_stop_s(cfg: TriBridConfig) -> float:
+    """How long supervisord may take to stop: its programs one after another (each has a priority
+    of its own), each within `stop_wait_s`, as its written configuration lists them."""
+    conf = config_path(cfg)
+    programs = conf.read_text().count("[program:") if conf.is_file() else 1
+    return max(1, programs) * stop_wait_s(cfg)
+
+
+def session_members(session: int) -> list[int]:
+    """The live processes of a session (supervisord leads the one its services run in), but its
+    leader, from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        pid = int(stat.parent.name)
+        # fields: state, ppid, pgrp, session, ...; a zombie has already exited
+        if int(fields[3]) == session and pid != session and fields[0] != "Z":
+            members.append(pid)
+    return sorted(members)
+
+
 def _quoted(value: str) -> str:
     # supervisord expands %(name)s in its values: a literal % is written %%
     return value.replace("%", "%%")

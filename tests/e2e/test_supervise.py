@@ -31,6 +31,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
 async def _cli(env: dict[str, str], *args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tribridctl.cli", *args, cwd=REPO_ROOT, env=env,
@@ -122,3 +129,33 @@ async def test_a_service_whose_database_does_not_answer_exits_with_one_line_sayi
     lines = out.strip().splitlines()
     assert len(lines) == 1, out
     assert f"sparse cannot start: PostgreSQL at 127.0.0.1:{closed} does not answer" in lines[0]
+
+
+async def test_stop_leaves_nothing_behind_when_the_supervisor_goes_before_its_services(
+    tmp_path: Path,
+) -> None:
+    # A supervisor that dies on SIGTERM while its service ignores it (as one killed after the
+    # stop's deadline would leave a service still in its grace period): the service is found in
+    # the supervisor's session and killed.
+    service = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    supervisor = (
+        "import subprocess, sys, time; "
+        f"child = subprocess.Popen([sys.executable, '-c', {service!r}]); "
+        "print(child.pid, flush=True); time.sleep(600)"
+    )
+    leader = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", supervisor, stdout=asyncio.subprocess.PIPE, start_new_session=True
+    )
+    assert leader.stdout is not None
+    child = int(await asyncio.wait_for(leader.stdout.readline(), timeout=30))
+    (tmp_path / "services.pid").write_text(str(leader.pid))
+    env = {**os.environ, "TRIBRID_STATE_DIR": str(tmp_path), "TRIBRID_TELEMETRY__METRICS_PORT": "0"}
+    try:
+        code, out = await _cli(env, "stop")
+        await asyncio.wait_for(leader.wait(), timeout=30)
+        assert code == 0, out
+        assert "killed 1 process(es) it left behind" in " ".join(out.split())
+        assert _gone(child, within_s=10)
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)

@@ -117,3 +117,12 @@ def test_bytecode_is_written_for_missing_and_stale_modules_only(tmp_path: Path) 
     supervise.compile_bytecode(tmp_path)
     assert compiled[fresh].stat().st_mtime_ns == fresh_written  # up to date: left alone
     assert compiled[stale].read_bytes() != before
+
+
+def test_stop_waits_for_every_program_in_turn(tmp_path: Path) -> None:
+    # supervisord stops the programs one after another (each has a priority of its own)
+    cfg = TriBridConfig(state_dir=tmp_path, services={"drain_delay_s": 3, "shutdown_grace_s": 7})
+    supervise.write_config(cfg, PROCESS_ALL, replicas=2)
+    programs = len(supervise._programs(cfg, PROCESS_ALL, 2))
+    assert programs == len(PROCESS_ALL) + 3  # a second replica of each leg
+    assert supervise.supervisor_stop_s(cfg) == programs * supervise.stop_wait_s(cfg)
