@@ -30,6 +30,7 @@ from tribrid.config import ConfigError, TriBridConfig, load_config
 from tribrid.legs import LEG_NAMES, LEGS, source_name
 from tribrid.options import RequestError, set_option, spelling
 from tribrid.stores import embedded
+from tribrid.stores.embedded.common import tcp_reachable
 from tribrid.v1 import (
     common_pb2,
     fusion_options_pb2,
@@ -188,8 +189,6 @@ def _require_stores(cfg: TriBridConfig) -> None:
     """Every service needs the stores: name an embedded one that does not answer, and how to start
     it, rather than start services that can only exit and be restarted until it comes up. External
     stores are left to the services (in a container they may come up later)."""
-    from tribrid.stores.embedded.common import tcp_reachable
-
     gs = cfg.graph_store
     managed = [
         ("PostgreSQL", cfg.postgres.embedded, cfg.postgres.host, cfg.postgres.port),

@@ -259,6 +259,17 @@ def test_a_clean_stop_compacts_the_log_so_a_restart_replays_no_queries(running: 
     assert graph.query("MATCH (k:Kept) RETURN count(k), sum(k.v)").result_set == [[200, 20100]]
 
 
+def _log_tail_files(log_dir: Path) -> list[str]:
+    """The log's current tail: the incremental files its manifest lists (`file NAME seq N type i`)."""
+    lines = (line.split() for line in (log_dir / "appendonly.aof.manifest").read_text().splitlines())
+    return [fields[1] for fields in lines if fields[fields.index("type") + 1] == "i"]
+
+
+def _wait_for_rewrites(conn: redis.Redis) -> None:
+    while conn.info("persistence")["aof_rewrite_in_progress"]:
+        time.sleep(0.05)
+
+
 async def test_a_new_graph_s_indexes_are_in_the_log_s_base_so_a_replay_uses_them(
     running: TriBridConfig,
 ) -> None:
@@ -276,7 +287,8 @@ async def test_a_new_graph_s_indexes_are_in_the_log_s_base_so_a_replay_uses_them
         await store.upsert_entities("replayed", entities)
         await store.upsert_relations("replayed", relations)
         await asyncio.sleep(1.5)  # appendfsync everysec
-        tail = b"".join(path.read_bytes() for path in log_dir.glob("*.incr.aof"))
+        _wait_for_rewrites(redis.Redis(host=HOST, port=GRAPH_PORT))  # the old tail is dropped then
+        tail = b"".join((log_dir / name).read_bytes() for name in _log_tail_files(log_dir))
         assert b"fn_39" in tail  # the writes are in the tail ...
         assert b"CREATE INDEX" not in tail.upper()  # ... and the indexes are not
         _kill_falkordb(running)
@@ -291,8 +303,7 @@ async def test_a_new_graph_s_indexes_are_in_the_log_s_base_so_a_replay_uses_them
 
 def _start_slow_snapshot(conn: redis.Redis, seconds_per_key: float) -> None:
     """A BGSAVE whose child process runs for a while (Redis's own test knob slows it per key)."""
-    while conn.info("persistence")["aof_rewrite_in_progress"]:  # a new graph's rewrite (see above)
-        time.sleep(0.05)
+    _wait_for_rewrites(conn)  # a new graph's (see above)
     conn.config_set("rdb-key-save-delay", int(seconds_per_key * 1_000_000))
     conn.bgsave()
     assert conn.info("persistence")["rdb_bgsave_in_progress"] == 1
