@@ -5,7 +5,8 @@ the gateway fuses them, under any fusion config (bench/fusion_lab.py, evaluation
 profile) and asks each enabled leg's Search for `depth` candidates with that reading, as the gateway
 passes it down. `gateway_order` then runs the gateway's own steps over those lists: the plan
 (`services.fusion.gateway.plan`), the leg floors, the entity weights, the confidence scaling,
-`Gateway._fuse`, the lead leg's order, the per-file cap, the module-head filter and `min_score`.
+`Gateway._fuse`, the document context, the lead leg's order, the per-file cap, the module-head
+filter and `min_score`.
 Techniques, MMR, rerank and expansion are left out: they call models or stores again.
 """
 
@@ -26,6 +27,7 @@ from services.fusion.gateway import (
     _first_seen,
     confident_weights,
     entity_plan,
+    in_document_context,
     is_module_head,
     plan,
 )
@@ -128,7 +130,7 @@ def gateway_order(cfg: FusionConfig, lists: LegLists) -> list[common_pb2.ChunkMa
         lists.depth,
         {leg: o.coverage for leg, o in answered.items()},
     )
-    fused = Gateway._fuse(fusion_plan.cfg, weights, answered)
+    fused = in_document_context(fcfg, Gateway._fuse(fusion_plan.cfg, weights, answered), first_seen)
     if fusion_plan.lead_leg in answered:
         fused = keep_leg_order(fused, fusion_plan.lead_leg)
     fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)

@@ -497,7 +497,10 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
         if e.leg == legs_pb2.LEG_RERANK
     }
     rerank = ("rerank",) if reranked else ()
-    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *techniques, *rerank, *expanded):
+    # what the best other match of the same document added (fusion.document_context)
+    document = ("document",) if any(m.document_context for m in reply.matches) else ()
+    optional = (*document, *techniques, *rerank, *expanded)
+    for col in ("#", "score", "location", "symbol / section", *LEG_NAMES, *optional):
         table.add_column(col, justify="right" if col in ("#", "score") else "left")
     rank_of = {m.chunk_id: rank for rank, m in enumerate(reply.matches, start=1)}
     for rank, m in enumerate(reply.matches, start=1):
@@ -516,6 +519,7 @@ def print_results(query: str, reply: fusion_pb2.FusionSearchResponse) -> None:
             f"{m.file_path}:{m.start_line}-{m.end_line}",
             describe_match(m),
             *(legs.get(leg.value, "-") for leg in LEGS),
+            *((f"+{m.document_context:.4f}" if m.document_context else "-",) if document else ()),
             *((found_by or "-",) if techniques else ()),
             *((reranked.get(m.chunk_id, "-"),) if rerank else ()),
             *((expansion_origin(m, rank_of),) if expanded else ()),

@@ -31,6 +31,7 @@ from services.fusion.fuse import (
     Ranked,
     cap_per_file,
     confidence,
+    document_context,
     keep_leg_order,
     normalize_weights,
     rrf,
@@ -50,6 +51,7 @@ from tribrid.question import Reading, read
 from tribrid.question.contract import KINDS, intent_value, to_proto
 from tribrid.search_common import validate_search
 from tribrid.stores.postgres import fetch_contents, fetch_contents_and_vectors
+from tribrid.text import PROSE_LANGUAGES
 from tribrid.v1 import common_pb2, fusion_options_pb2, fusion_pb2, graph_pb2, legs_pb2, reading_pb2
 
 log = logging.getLogger(__name__)
@@ -531,6 +533,7 @@ class Gateway:
             {leg: o.coverage for leg, o in answered.items()},
         )
         fused = self._fuse(fusion_plan.cfg, weights, answered, technique_lists)
+        fused = in_document_context(fcfg, fused, first_seen)
         if fusion_plan.lead_leg in answered:
             fused = keep_leg_order(fused, fusion_plan.lead_leg)
             weights_reason = "; ".join(
@@ -819,6 +822,7 @@ class Gateway:
                 key=lambda key: (item.contributions[key].rank, key in extra_by_key, order.index(key)),
             )
             match.score = item.score
+            match.document_context = item.context
             match.leg = BY_NAME[extra_by_key[best].leg if best in extra_by_key else best].value
             match.expanded = False
             del match.explain[:]
@@ -850,6 +854,18 @@ FUSION_METHODS = {
 
 # Structural questions answered by definitions (not by modules, as "what imports X" is).
 DEFINITION_INTENTS = frozenset(("callers", "callees", "members", "subclasses", "bases"))
+
+
+def in_document_context(
+    fcfg: FusionConfig, fused: list[Fused], first_seen: Mapping[str, common_pb2.ChunkMatch]
+) -> list[Fused]:
+    """`fuse.document_context` over the prose chunks, a document being its file."""
+
+    def document_of(chunk_id: str) -> str | None:
+        match = first_seen[chunk_id]
+        return match.file_path if match.language in PROSE_LANGUAGES else None
+
+    return document_context(fused, document_of, fcfg.document_context)
 
 
 def is_module_head(match: common_pb2.ChunkMatch) -> bool:

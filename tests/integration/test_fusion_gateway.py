@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import grpc
 import pytest
 
 from services.fusion.gateway import Gateway, LegClient
-from tests.stack import SAMPLE_CORPUS, Stack, fusion_options
+from tests.stack import SAMPLE_CORPUS, Stack, fusion_options, index_corpus
 from tribrid.legs import BY_NAME
 from tribrid.options import spelling
 from tribrid.server import RunningServer, ServiceSpec, start_server
@@ -56,7 +57,9 @@ async def test_explain_carries_rank_raw_normalized_contribution(
         assert len({m.chunk_id for m in reply.matches}) == len(reply.matches)  # deduplicated
         for match in reply.matches:
             assert {e.leg for e in match.explain} == answered  # every answering leg, present or not
-            assert sum(e.contribution for e in match.explain) == pytest.approx(match.score)
+            assert sum(e.contribution for e in match.explain) + match.document_context == pytest.approx(
+                match.score
+            )
             for e in match.explain:
                 if e.rank == 0:
                     assert e.contribution == 0 and e.raw_score == 0
@@ -107,6 +110,92 @@ async def test_max_chunks_per_file_and_final_k(
     ]
     default_k = await fused_search(stack, common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="cart"))
     assert len(default_k.matches) <= stack.cfg.fusion.final_k
+
+
+# Two documents of three sections each (each section is a chunk of its own): the first is about
+# backups throughout, the second names them once.
+CONTEXT_DOCUMENTS = {
+    "backups.md": """# Backups
+
+## Schedule
+
+The backup agent runs every night at two o'clock. Each run copies the changed blocks of every
+volume to the backup target, checks the copy against its checksum, and records a catalogue entry
+with the volume, the time and the size of the copy, so that an operator can find it again later.
+
+## Restoring a volume
+
+To restore a volume, pick a catalogue entry and restore it to a new volume. The agent reads the
+blocks from the backup target, verifies them, and writes them in order. A restore never touches
+the original volume, so a failed restore can simply be started again from the same entry.
+
+## Retention
+
+Old catalogue entries expire after thirty days. The agent deletes the blocks that no remaining
+entry refers to, and keeps the weekly copies of each volume for a year. Operators can pin an entry
+so that it never expires, for example before an upgrade of the database that uses the volume.
+""",
+    "kitchen.md": """# Kitchen notes
+
+## Bread
+
+Mix flour, water, salt and yeast, then knead the dough for ten minutes until it is smooth. Let it
+rise in a warm place for an hour, shape it into a loaf, and bake it in a hot oven for forty minutes
+until the crust is brown and the loaf sounds hollow when you tap the bottom of it.
+
+## Soup
+
+Chop onions, carrots and celery, and soften them in butter over a low heat. Add stock and simmer
+for half an hour. Season with salt and pepper, blend until smooth, and serve the soup hot with a
+slice of fresh bread and a spoon of cream on top of each bowl for the guests at the table.
+
+## Storage
+
+Keep a backup jar of stock in the freezer: a frozen volume of stock keeps for months. Label each
+jar with the date, and use the oldest jar first so that nothing in the freezer goes to waste when
+the kitchen is busy and there is no time to cook a fresh pot of stock for the evening meal.
+""",
+}
+
+
+async def test_a_passage_gains_a_share_of_its_documents_best_other_passage(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """With `document_context` at 0.5, each prose match gains half the fused score (before the
+    context) of the best other match of its file; at 0 nothing is added. The corpus is small enough
+    that every candidate is in the answer, so the other passages' scores can be read off it."""
+    for name, text in CONTEXT_DOCUMENTS.items():
+        (tmp_path / name).write_text(text)
+    done = await index_corpus(stack, "doc-context", tmp_path)
+    assert done.done and done.chunks_total == 6
+    query, share = "restore a volume from its backup", 0.5
+    replies = {}
+    for value in (0.0, share):
+        request = common_pb2.SearchRequest(corpus_id="doc-context", query=query, top_k=100)
+        request.options.fusion.document_context = value
+        replies[value] = await fused_search(stack, request)
+    plain = {m.chunk_id: m for m in replies[0.0].matches}
+    assert all(m.document_context == 0 for m in plain.values())
+    assert all(sum(e.contribution for e in m.explain) == pytest.approx(m.score) for m in plain.values())
+    gained = replies[share].matches
+    assert {m.chunk_id for m in gained} == set(plain)
+    assert [m.score for m in gained] == sorted((m.score for m in gained), reverse=True)
+    for match in gained:
+        others = [
+            o.score for o in plain.values() if o.file_path == match.file_path and o.chunk_id != match.chunk_id
+        ]
+        expected = share * max(max(others), 0.0) if others else 0.0
+        assert match.document_context == pytest.approx(expected)
+        assert match.score == pytest.approx(plain[match.chunk_id].score + expected)
+    # the backup document's sections lead: each has another section that answers well
+    assert [m.file_path for m in gained[:3]] == ["backups.md"] * 3
+    # the option is bounded like every other
+    request = common_pb2.SearchRequest(corpus_id="doc-context", query=query)
+    request.options.fusion.document_context = 1.5
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await fused_search(stack, request)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "options.fusion.document_context" in (err.value.details() or "")
 
 
 # --- graph expansion ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from services.fusion.fuse import (
     Fused,
     LegContribution,
     Ranked,
+    document_context,
     keep_leg_order,
     normalize_scores,
     normalize_weights,
@@ -135,3 +136,34 @@ def test_a_far_better_leg_keeps_its_order_after_fusion() -> None:
     assert [f.item_id for f in fused][:3] == ["A", "D", "B"]
     kept = [f.item_id for f in keep_leg_order(fused, "graph")]
     assert kept == ["A", "B", "C", "D", "G", "H", "E", "F"]
+
+
+def _items(*scored: tuple[str, float]) -> list[Fused]:
+    return [Fused(item_id, score, rank) for rank, (item_id, score) in enumerate(scored, start=1)]
+
+
+def test_document_context_adds_a_share_of_the_best_other_passage_of_the_document() -> None:
+    """a1 and a2 are passages of one document, b1 the only one of its own, c a code chunk (None):
+    each of a's gains 0.5 x the other's score, so a2 (0.5 + 0.5 x 0.6) passes b1 (0.7)."""
+    document = {"a1": "a", "a2": "a", "b1": "b", "c": None}
+    fused = _items(("b1", 0.7), ("a1", 0.6), ("c", 0.55), ("a2", 0.5))
+    ordered = document_context(fused, document.__getitem__, 0.5)
+    assert [(f.item_id, round(f.score, 6), round(f.context, 6)) for f in ordered] == [
+        ("a1", 0.85, 0.25),
+        ("a2", 0.8, 0.3),
+        ("b1", 0.7, 0.0),
+        ("c", 0.55, 0.0),
+    ]
+
+
+def test_document_context_leaves_single_passages_and_share_zero_alone() -> None:
+    fused = _items(("x", 0.9), ("y", 0.4))
+    assert [(f.item_id, f.score) for f in document_context(fused, lambda item: item, 0.5)] == [
+        ("x", 0.9),
+        ("y", 0.4),
+    ]
+    same = _items(("x", 0.9), ("y", 0.4))
+    assert [(f.item_id, f.score) for f in document_context(same, lambda item: "d", 0.0)] == [
+        ("x", 0.9),
+        ("y", 0.4),
+    ]

@@ -146,6 +146,7 @@ function renderFused(request, answer) {
     const expanded = (m.explain || []).find((e) => e.leg === "LEG_EXPANSION");
     const reranked = (m.explain || []).find((e) => e.leg === "LEG_RERANK");
     if (reranked) sources.push(`rerank ${reranked.rawScore.toFixed(3)} (fused #${reranked.fusedRank})`);
+    if (m.documentContext) sources.push(`document +${m.documentContext.toFixed(3)}`);
     return el("tr", { dataset: { chunkId: m.chunkId }, class: "clickable", onclick: () => openChunk(request, m) },
       el("td", {}, m.expanded ? `${i + 1}+` : i + 1),
       el("td", {}, m.score.toFixed(4)),
