@@ -130,7 +130,8 @@ def gateway_order(cfg: FusionConfig, lists: LegLists) -> list[common_pb2.ChunkMa
         lists.depth,
         {leg: o.coverage for leg, o in answered.items()},
     )
-    fused = in_document_context(fcfg, Gateway._fuse(fusion_plan.cfg, weights, answered), first_seen)
+    fused = Gateway._fuse(fusion_plan.cfg, weights, answered)
+    fused = in_document_context(fcfg, fused, first_seen, lists.profile)
     if fusion_plan.lead_leg in answered:
         fused = keep_leg_order(fused, fusion_plan.lead_leg)
     fused = cap_per_file(fused, lambda cid: first_seen[cid].file_path, fcfg.max_chunks_per_file)

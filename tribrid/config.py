@@ -578,7 +578,8 @@ class FusionConfig(_Section):
     max_chunks_per_file: int = Field(0, ge=0, le=1000)
     # A prose chunk's fused score gains this share of the best fused score among the other chunks
     # of its document (fuse.document_context; 0 = off): a passage of a document that answers the
-    # question elsewhere is the likelier answer. Chosen on the entity sets' tune halves.
+    # question elsewhere is the likelier answer. Whole on a corpus of documents, fading to none at
+    # half code (gateway.in_document_context). Chosen on the entity sets' tune halves.
     document_context: float = Field(0.25, ge=0.0, le=1.0)
     # Graph-expansion stage after fusion (services/fusion/expansion.py): the graph leg's
     # ExpandContext from the top fused chunks, each reached chunk scored

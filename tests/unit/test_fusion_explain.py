@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.fusion.fuse import Fused, Ranked, cap_per_file, confidence, normalize_scores, rrf, weighted
-from services.fusion.gateway import FusionPlan, confident_weights, entity_plan, plan
+from services.fusion.gateway import FusionPlan, confident_weights, entity_plan, in_document_context, plan
 from services.vector.coverage import model_coverage
 from tribrid.config import EmbeddingConfig, FusionConfig
 from tribrid.corpus_profile import CorpusProfile
@@ -237,3 +237,20 @@ def test_a_kind_that_weighs_only_the_graph_keeps_it_on_a_corpus_of_documents() -
     # with another leg weighed, the graph's share is scaled away as before
     shared = FusionConfig(query_kind_weights={"natural": {"vector": 0.5, "sparse": 0.0, "graph": 0.5}})
     assert plan(shared, request, documents).weights == {"vector": 1.0, "sparse": 0.0, "graph": 0.0}
+
+
+def test_document_context_fades_from_a_corpus_of_documents_to_none_at_half_code() -> None:
+    """Two passages of one page: the second gains share x ramp x the first's score, the ramp being
+    1 for documents alone, 1/2 at three quarters prose, and 0 at half (or unknown: taken as code)."""
+    matches = {
+        cid: common_pb2.ChunkMatch(chunk_id=cid, file_path="page.md", language="markdown") for cid in "ab"
+    }
+    cfg = FusionConfig(document_context=0.4)
+    gained = {}
+    for prose_chunks in (100, 75, 50):
+        fused = [Fused("a", 1.0, 1), Fused("b", 0.5, 2)]
+        ordered = in_document_context(cfg, fused, matches, CorpusProfile(1, 100, prose_chunks))
+        gained[prose_chunks] = {f.item_id: round(f.context, 6) for f in ordered}
+    assert gained == {100: {"a": 0.2, "b": 0.4}, 75: {"a": 0.1, "b": 0.2}, 50: {"a": 0.0, "b": 0.0}}
+    unknown = in_document_context(cfg, [Fused("a", 1.0, 1), Fused("b", 0.5, 2)], matches, None)
+    assert [f.context for f in unknown] == [0.0, 0.0]
