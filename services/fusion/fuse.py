@@ -48,10 +48,15 @@ def normalize_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return {leg: w / total for leg, w in weights.items()}
 
 
+def _tie(score: float) -> int:
+    """A score to 12 decimals, so float summation order cannot split equal scores (round() to
+    ndigits costs ten times as much, and a fused answer sorts its candidates more than once)."""
+    return round(score * 1e12)
+
+
 def _order(fused: dict[str, Fused]) -> list[Fused]:
     # Deterministic ties: higher score, then the better best rank, then the item id.
-    # (rounded, so float summation order cannot split equal scores)
-    return sorted(fused.values(), key=lambda f: (-round(f.score, 12), f.best_rank, f.item_id))
+    return sorted(fused.values(), key=lambda f: (-_tie(f.score), f.best_rank, f.item_id))
 
 
 # A leg that did not list an item (immutable: one value serves every such place)
@@ -135,7 +140,7 @@ def keep_leg_order(fused: Sequence[Fused], leg: str) -> list[Fused]:
 
     led = sorted(
         (item for item in fused if in_leg(item)),
-        key=lambda item: (-round(item.contributions[leg].raw_score, 12), position[item.item_id]),
+        key=lambda item: (-_tie(item.contributions[leg].raw_score), position[item.item_id]),
     )
     ceiling = math.inf
     for item in led:
@@ -181,21 +186,24 @@ def document_context(
     in a document gains nothing, and nothing loses."""
     if share <= 0:
         return list(fused)
-    best: dict[str, list[float]] = {}  # document -> its two best scores
-    for item in fused:
-        document = document_of(item.item_id)
+    documents = [(item, document_of(item.item_id)) for item in fused]
+    best: dict[str, tuple[float, float]] = {}  # document -> its two best scores
+    for item, document in documents:
         if document is not None:
-            top = best.setdefault(document, [])
-            top.append(item.score)
-            if len(top) > 2:
-                top.remove(min(top))
-    for item in fused:
-        document = document_of(item.item_id)
-        top = best.get(document, []) if document is not None else []
-        if len(top) == 2:
-            other = min(top) if item.score >= max(top) else max(top)
-            item.context = share * max(other, 0.0)  # a negative score (normalization none) adds nothing
-            item.score += item.context
+            first, second = best.get(document, (-math.inf, -math.inf))
+            if item.score > first:
+                best[document] = (item.score, first)
+            elif item.score > second:
+                best[document] = (first, item.score)
+    if all(second == -math.inf for _, second in best.values()):
+        return list(fused)
+    for item, document in documents:
+        if document is not None:
+            first, second = best[document]
+            if second > -math.inf:
+                other = second if item.score >= first else first
+                item.context = share * max(other, 0.0)  # a negative score (normalization none) adds nothing
+                item.score += item.context
     return _order({item.item_id: item for item in fused})
 
 
