@@ -9,13 +9,14 @@ PROTO_SRC := $(wildcard protos/tribrid/v1/*.proto)
 PROTO_OUT := tribrid/v1/.generated
 # The embedding model as ONNX (embedding.runtime = "onnx"), exported from the installed model
 ONNX_MODEL := $(VENV)/share/tribrid/models/all-MiniLM-L6-v2.onnx
+ONNX_INT8 := $(VENV)/share/tribrid/models/all-MiniLM-L6-v2.int8.onnx
 # The console's graph library, fetched at install (below)
 CONSOLE := services/bridge/console
 CONSOLE_VENDOR := $(CONSOLE)/static/vendor/cytoscape.min.js
 
 .PHONY: install protos up down serve stop status demo test lint unit clean bench-index certs
 
-install: $(STAMP) $(PROTO_OUT) $(ONNX_MODEL) $(CONSOLE_VENDOR) browser
+install: $(STAMP) $(PROTO_OUT) $(ONNX_MODEL) $(ONNX_INT8) $(CONSOLE_VENDOR) browser
 
 # The console's graph library (cytoscape.js) from the npm registry, at the version package-lock.json
 # pins, into the git-ignored static/vendor/ (never committed, never from a CDN). Without npm the
@@ -49,12 +50,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Export the installed embedding model to ONNX (a few seconds; skipped when up to date): into
-# embedding.onnx_path, by default $(ONNX_MODEL). Needs torch and onnx, only here.
+# embedding.onnx_path, by default $(ONNX_MODEL), and its int8 copy beside it (vector.query_model).
+# Needs torch and onnx, only here.
 .PHONY: onnx-model
 onnx-model: $(STAMP)
 	$(PY) -m tribrid.onnx_embedding export
 
-$(ONNX_MODEL): $(STAMP)
+$(ONNX_MODEL) $(ONNX_INT8) &: $(STAMP)
 	$(PY) -m tribrid.onnx_embedding export
 
 protos: $(PROTO_OUT)

@@ -254,12 +254,14 @@ class QueryEmbeddingCache:
         return vector
 
 
-_shared: dict[tuple[str, str, str], Embedder] = {}
+_shared: dict[tuple[str, str, str, bool], Embedder] = {}
 
 
-def get_embedder(cfg: EmbeddingConfig) -> Embedder:
-    """One embedder per process and model (the local model is large and slow to load)."""
-    key = (cfg.provider, cfg.runtime, cfg.model_path or cfg.openai_model)
+def get_embedder(cfg: EmbeddingConfig, quantized: bool = False) -> Embedder:
+    """One embedder per process and model (the local model is large and slow to load).
+    `quantized`: the int8 copy of the local ONNX model (`vector.query_model`), for questions."""
+    quantized = quantized and cfg.provider == "local" and cfg.runtime == "onnx"
+    key = (cfg.provider, cfg.runtime, cfg.model_path or cfg.openai_model, quantized)
     if key not in _shared and cfg.provider == "bench-random":
         # config validation let it through only inside the bench (TRIBRID_BENCH=1)
         from tribrid.bench_embedding import BenchRandomEmbedder
@@ -268,7 +270,7 @@ def get_embedder(cfg: EmbeddingConfig) -> Embedder:
     if key not in _shared and cfg.provider == "local" and cfg.runtime == "onnx":
         from tribrid.onnx_embedding import local_embedder  # falls back to LocalEmbedder
 
-        _shared[key] = local_embedder(cfg)
+        _shared[key] = local_embedder(cfg, quantized)
     if key not in _shared:
         _shared[key] = LocalEmbedder(cfg) if cfg.provider == "local" else OpenAICompatibleEmbedder(cfg)
     return _shared[key]

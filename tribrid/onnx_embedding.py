@@ -6,6 +6,8 @@ at service start. Its graph is the model plus sentence-transformers' mean poolin
 normalization, so a call is: tokenize (the model folder's tokenizer.json), one session run.
 A sidecar `<file>.json` records a fingerprint of the model folder it was exported from; a missing,
 stale or unreadable file makes `local_embedder` fall back to the torch LocalEmbedder with a warning.
+Export also writes an int8 copy, `<name>.int8.onnx` (`quantize_model`), for the vector leg's
+questions when `vector.query_model = "int8"`; without it, those are embedded by the full model.
 
 Export needs torch, transformers and onnx (install time only); running needs only onnxruntime,
 tokenizers and numpy.
@@ -154,6 +156,51 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
+def quantized_path(path: Path) -> Path:
+    """Where the int8 copy of the exported model at `path` lives."""
+    return path.with_name(f"{path.stem}.int8{path.suffix}")
+
+
+def quantize_model(src: Path) -> Path:
+    """Write an int8 copy of the exported model `src` (with its sidecar) beside it, atomically.
+    Dynamic quantization, per output channel, of the matrix products with a weight operand: the
+    products of two activations (attention's scores) stay float, which keeps the vectors nearer
+    the full model's (cosine 0.994 on average, against 0.974 with every product quantized)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+
+    model = onnx.load(str(src))
+    weights = {init.name for init in model.graph.initializer}
+    products = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    dest = quantized_path(src)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        logging.getLogger().disabled = True  # its advice to pre-process the model: not for us
+        try:
+            quantize_dynamic(
+                src, tmp, weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=products
+            )
+        finally:
+            logging.getLogger().disabled = False
+        _sidecar(dest).unlink(missing_ok=True)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    meta = json.loads(_sidecar(src).read_text()) | {"quantized": "int8, per channel, weight products"}
+    _sidecar(dest).write_text(json.dumps(meta, indent=2) + "\n")
+    return dest
+
+
+def _fresh(path: Path, folder: Path) -> bool:
+    """The file exists and its sidecar says it was made from the model in `folder`."""
+    sidecar = _sidecar(path)
+    return (
+        path.is_file()
+        and sidecar.is_file()
+        and json.loads(sidecar.read_text()).get("fingerprint") == model_fingerprint(folder)
+    )
+
+
 class OnnxEmbedder:
     """The exported model on an onnxruntime session: same `name` as LocalEmbedder (same vectors)."""
 
@@ -209,13 +256,21 @@ class OnnxEmbedder:
             return await asyncio.to_thread(self.embed_sync, texts)
 
 
-def local_embedder(cfg: EmbeddingConfig) -> Embedder:
-    """The ONNX embedder when its file was exported from this model, else (warning) LocalEmbedder."""
+def local_embedder(cfg: EmbeddingConfig, quantized: bool = False) -> Embedder:
+    """The ONNX embedder when its file was exported from this model, else (warning) LocalEmbedder.
+    `quantized`: the int8 copy's, else (warning) the full model's."""
     path, folder = onnx_path(cfg), model_dir(cfg)
+    if quantized:
+        try:
+            if not _fresh(quantized_path(path), folder):
+                raise FileNotFoundError(f"no up-to-date {quantized_path(path)}")
+            return OnnxEmbedder(cfg, quantized_path(path), folder)
+        except Exception as exc:
+            log.warning("vector.query_model=int8: %s; using the full model (run `make onnx-model`)", exc)
     try:
         if not path.is_file():
             raise FileNotFoundError(f"no {path}")
-        if json.loads(_sidecar(path).read_text()).get("fingerprint") != model_fingerprint(folder):
+        if not _fresh(path, folder):
             raise ValueError(f"{path} was exported from another model than {folder}")
         return OnnxEmbedder(cfg, path, folder)
     except Exception as exc:  # missing file or onnxruntime, stale export: the slower torch path
@@ -234,14 +289,19 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     cfg = load_config().embedding
     dest, folder = args.dest or onnx_path(cfg), model_dir(cfg)
-    sidecar = _sidecar(dest)
-    if not args.force and dest.is_file() and sidecar.is_file():
-        if json.loads(sidecar.read_text()).get("fingerprint") == model_fingerprint(folder):
-            print(f"{dest}: up to date")
-            return
-    start = time.perf_counter()
-    export_model(dest, folder)
-    print(f"{dest}: exported from {folder} in {time.perf_counter() - start:.1f} s")
+    if not args.force and _fresh(dest, folder):
+        print(f"{dest}: up to date")
+    else:
+        start = time.perf_counter()
+        export_model(dest, folder)
+        print(f"{dest}: exported from {folder} in {time.perf_counter() - start:.1f} s")
+    int8 = quantized_path(dest)
+    if not args.force and _fresh(int8, folder):
+        print(f"{int8}: up to date")
+    else:
+        start = time.perf_counter()
+        quantize_model(dest)
+        print(f"{int8}: quantized in {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":

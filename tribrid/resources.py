@@ -52,11 +52,12 @@ class Resources:
             self._graph = telemetry.traced_graph_store(store, self.cfg.graph_store.backend)
         return self._graph
 
-    def embedder(self) -> Embedder:
+    def embedder(self, quantized: bool = False) -> Embedder:
+        """`quantized`: the int8 copy of the local model, for the vector leg's questions."""
         # imported here: the legs without a model start without httpx and the embedding clients
         from tribrid.embedding import get_embedder
 
-        return get_embedder(self.cfg.embedding)
+        return get_embedder(self.cfg.embedding, quantized)
 
     async def close(self) -> None:
         for pool in self._pools.values():

@@ -106,7 +106,7 @@ async def build(res: Resources) -> ServiceSpec:
     cfg = res.cfg
     settings = session_settings(cfg.vector)
     pool = await res.pool(settings, search=True)
-    embedder = await asyncio.to_thread(res.embedder)
+    embedder = await asyncio.to_thread(res.embedder, cfg.vector.query_model == "int8")
     servicer = VectorServicer(
         cfg.vector,
         cfg.limits,

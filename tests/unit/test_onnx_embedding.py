@@ -11,11 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from evaluation import REPO_ROOT
-from tribrid.config import EmbeddingConfig
+from tribrid.config import EmbeddingConfig, TriBridConfig
 from tribrid.embedding import LocalEmbedder, Vectors
-from tribrid.onnx_embedding import OnnxEmbedder, export_model, local_embedder, model_dir
+from tribrid.onnx_embedding import (
+    OnnxEmbedder,
+    export_model,
+    local_embedder,
+    model_dir,
+    quantize_model,
+    quantized_path,
+)
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -114,3 +122,48 @@ def test_missing_or_stale_file_falls_back_to_torch(
     stale.write_bytes(exported.read_bytes())
     (tmp_path / "stale.onnx.json").write_text(json.dumps({"fingerprint": "0" * 64}))
     assert isinstance(local_embedder(CFG.model_copy(update={"onnx_path": str(stale)})), LocalEmbedder)
+
+
+@pytest.fixture(scope="module")
+def quantized(exported: Path) -> Path:
+    return quantize_model(exported)
+
+
+def test_the_int8_copy_embeds_near_the_full_model(exported: Path, quantized: Path) -> None:
+    """vector.query_model = "int8": each question's vector within cosine 0.98 of the full model's
+    (0.99 on average), not equal to it, and a copy a third the size of the full model's matrices."""
+    assert quantized == quantized_path(exported) and quantized.name == "model.int8.onnx"
+    lines = (REPO_ROOT / "evals/sets/docstring.jsonl").read_text().splitlines()
+    questions = [json.loads(line)["query"] for line in lines[:40]]
+    cfg = CFG.model_copy(update={"onnx_path": str(exported)})
+    full, int8 = local_embedder(cfg), local_embedder(cfg, quantized=True)
+    assert isinstance(full, OnnxEmbedder) and isinstance(int8, OnnxEmbedder)
+    assert int8.name == full.name and int8.dim == 384
+    want = np.vstack([full.embed_sync([q]) for q in questions])
+    got = np.vstack([int8.embed_sync([q]) for q in questions])
+    cosine = (want * got).sum(axis=1)
+    assert cosine.min() > 0.98 and cosine.mean() > 0.99
+    assert not np.allclose(want, got, atol=1e-4)
+    assert quantized.stat().st_size < exported.stat().st_size
+
+
+def test_a_missing_int8_copy_falls_back_to_the_full_model(
+    exported: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    alone = tmp_path / "alone.onnx"
+    alone.write_bytes(exported.read_bytes())
+    (tmp_path / "alone.onnx.json").write_text((exported.parent / "model.onnx.json").read_text())
+    cfg = CFG.model_copy(update={"onnx_path": str(alone)})
+    with caplog.at_level(logging.WARNING, logger="tribrid.onnx_embedding"):
+        embedder = local_embedder(cfg, quantized=True)
+    assert isinstance(embedder, OnnxEmbedder)
+    assert "using the full model" in caplog.text
+    text = ["open a file lazily"]
+    assert np.array_equal(embedder.embed_sync(text), local_embedder(cfg).embed_sync(text))
+
+
+@pytest.mark.parametrize("embedding", [{"provider": "openai"}, {"runtime": "torch"}])
+def test_int8_questions_need_the_local_onnx_model(embedding: dict[str, str]) -> None:
+    assert TriBridConfig(vector={"query_model": "int8"}).vector.query_model == "int8"
+    with pytest.raises(ValidationError, match=r"vector.query_model = 'int8' .* embedding.provider = 'local'"):
+        TriBridConfig(vector={"query_model": "int8"}, embedding=embedding)
