@@ -455,6 +455,24 @@ async def test_service_uses_the_query_recognizer(stack: Stack, config: TriBridCo
     assert asked == ["the office in TX"]
 
 
+async def test_the_question_recognizer_is_loaded_at_start_when_documents_are_indexed(
+    stack: Stack, config: TriBridConfig, corpus: str
+) -> None:
+    """`warm_up` (started by the service's build) runs the recognizer once, before any question,
+    when a corpus holds documents; without a recognizer there is nothing to load."""
+    asked: list[str] = []
+
+    def recognize(query: str) -> list[str]:
+        asked.append(query)
+        return []
+
+    pool, store = await stack.resources.pool(), stack.resources.graph()
+    servicer = GraphServicer(config.graph, config.limits, pool, store, query_entities=recognize)
+    assert await servicer.warm_up() is True
+    assert asked == ["warm up"]
+    assert await GraphServicer(config.graph, config.limits, pool, store).warm_up() is False
+
+
 async def test_mixed_corpus_code_answers_unchanged(stack: Stack) -> None:
     """A corpus with code and documents answers code questions exactly as a code-only one, and
     document questions from its document graph."""
