@@ -19,7 +19,8 @@ and `zurich` find the same chunks, and the exact spelling ranks first.
 Chinese is segmented with `jieba` (search mode: words and the dictionary words inside them), the
 usual segmenter for Chinese BM25, pure Python, its dictionary inside the package; it loads once,
 lazily, the first time Han text appears (`load_segmenter`, ~0.5-1 s: callers on an event loop run
-it in a thread). Japanese (any kana in the run) gets overlapping character bigrams instead: jieba's
+it in a thread), or when the sparse leg starts and a corpus holds Chinese terms. Japanese (any kana
+in the run) gets overlapping character bigrams instead: jieba's
 dictionary is Chinese, and bigrams are the language-neutral CJK baseline that needs no dictionary.
 
 File paths need nothing special: a chunk's indexed text starts with the header

@@ -7,9 +7,11 @@ import shutil
 
 import pytest
 
+from services.sparse.service import SparseServicer
 from tests import FIXTURES
 from tests.stack import Stack, index_corpus
 from tribrid.options import spelling
+from tribrid.text import needs_segmenter
 from tribrid.v1 import (
     common_pb2,
     fusion_pb2,
@@ -76,6 +78,14 @@ async def test_sparse_leg_finds_the_passage(
 ) -> None:
     paths = await sparse(stack, query)
     assert paths and paths[0] == path, paths
+
+
+async def test_the_sparse_leg_loads_the_chinese_segmenter_at_start_when_a_corpus_has_chinese(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress
+) -> None:
+    servicer = SparseServicer(stack.cfg.sparse, stack.cfg.limits, await stack.resources.pool())
+    assert await servicer.warm_up() is True
+    assert not needs_segmenter("读取文件")  # loaded: a first Chinese question does not wait for it
 
 
 async def test_sparse_leg_prefers_the_exact_spelling(
