@@ -158,8 +158,10 @@ def test_a_missing_int8_copy_falls_back_to_the_full_model(
         embedder = local_embedder(cfg, quantized=True)
     assert isinstance(embedder, OnnxEmbedder)
     assert "using the full model" in caplog.text
+    full = local_embedder(cfg)
+    assert isinstance(full, OnnxEmbedder)
     text = ["open a file lazily"]
-    assert np.array_equal(embedder.embed_sync(text), local_embedder(cfg).embed_sync(text))
+    assert np.array_equal(embedder.embed_sync(text), full.embed_sync(text))
 
 
 @pytest.mark.parametrize("embedding", [{"provider": "openai"}, {"runtime": "torch"}])
