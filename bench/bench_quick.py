@@ -8,6 +8,9 @@ per worker thread), so the bridge's overhead is the bridge's and not an async cl
 about 2 ms more per call on these cores). The four phases run in turn, --rounds times
 back to back, and each figure is the median of its rounds: on a shared machine one round can be
 slowed by another job. The bridge's overhead is measured in each round on its own (`bridge_overhead`).
+Before each round, the CPU time of a fixed pure-Python workload (`reference_ms`) says how fast the
+machine ran then: on these shared cores it changed by half within an hour, every process alike, so
+two runs compare through their CPU per answer over their reference.
 
 Writes bench/results/bench-quick.{json,png} and the README's performance table (between its
 `bench-quick` markers), so the table always shows the last run.
@@ -92,6 +95,19 @@ class Phase:
     first_sight: float = 0.5
     # the same, by process: each service, "postgresql", "falkordb"
     cpu_ms_by_process: dict[str, float] = field(default_factory=dict)
+
+
+def reference_ms(repeats: int = 3, size: int = 1_000_000) -> float:
+    """CPU ms of a fixed pure-Python loop (the services are Python), the best of `repeats`: a
+    moment's interruption slows one try, not the best."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        total = 0
+        for i in range(size):
+            total += i * i
+        best = min(best, (time.process_time() - started) * 1000)
+    return best
 
 
 def pct(values: list[float], q: float) -> float:
@@ -217,7 +233,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             rounds: list[list[Phase]] = []
             overheads: list[float] = []
+            references: list[float] = []
             for _ in range(args.rounds):
+                references.append(reference_ms())
                 measured: list[Phase] = []
                 for concurrency in (1, 8):
                     for transport, ask in (("gRPC", over_grpc), ("HTTP", over_http)):
@@ -239,6 +257,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "phases": [asdict(p) for p in medians(rounds)],
         "bridge_overhead_p50_ms": statistics.median(overheads),
         "bridge_overhead_each_round_ms": overheads,
+        "reference_ms": statistics.median(references),
+        "reference_each_round_ms": references,
         "each_round": [[asdict(p) for p in measured] for measured in rounds],
     }
 
@@ -315,6 +335,11 @@ def table_lines(result: dict[str, Any]) -> list[str]:
             f" | {p['p99_ms']:.1f} | {p['cpu_ms_per_answer']:.1f} |"
         )
     lines += ["", f"HTTP bridge overhead, p50 at concurrency 1: {result['bridge_overhead_p50_ms']:.1f} ms."]
+    if "reference_ms" in result:
+        lines.append(
+            f"The machine's speed then: {result['reference_ms']:.0f} ms of CPU for bench-quick's"
+            " reference loop (`reference_ms`; fewer is faster): compare CPU per answer over it between runs."
+        )
     return lines
 
 
@@ -347,6 +372,10 @@ def show(result: dict[str, Any]) -> None:
     console.print(table)
     console.print(
         f"bridge overhead p50 (HTTP - gRPC, concurrency 1): {result['bridge_overhead_p50_ms']:.1f} ms"
+    )
+    console.print(
+        f"machine reference: {result['reference_ms']:.0f} ms CPU for the reference loop"
+        f" (each round: {', '.join(f'{ms:.0f}' for ms in result['reference_each_round_ms'])})"
     )
     for p in result["phases"]:  # one line each, to paste into a closing note
         console.print(

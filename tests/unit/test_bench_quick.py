@@ -29,6 +29,7 @@ RESULT = {
         },
     ],
     "bridge_overhead_p50_ms": 1.5,
+    "reference_ms": 61.4,
 }
 
 
@@ -46,6 +47,7 @@ def test_the_readme_table_is_replaced_between_its_markers_only(tmp_path: Path) -
         and "| HTTP | 8 | 90.0 | 80.0 | 150.0 | 21.0 |" in text
     )
     assert "1234 chunks" in text and "overhead, p50 at concurrency 1: 1.5 ms" in text
+    assert "61 ms of CPU for bench-quick's reference loop" in text
 
 
 def test_a_readme_without_markers_is_left_alone(tmp_path: Path) -> None:
