@@ -48,10 +48,12 @@ def normalize_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return {leg: w / total for leg, w in weights.items()}
 
 
-def _tie(score: float) -> int:
+def _tie(score: float) -> float:
     """A score to 12 decimals, so float summation order cannot split equal scores (round() to
-    ndigits costs ten times as much, and a fused answer sorts its candidates more than once)."""
-    return round(score * 1e12)
+    ndigits costs ten times as much, and a fused answer sorts its candidates more than once). A
+    score too large to scale sorts as it is."""
+    scaled = score * 1e12
+    return round(scaled) if math.isfinite(scaled) else scaled
 
 
 def _order(fused: dict[str, Fused]) -> list[Fused]:

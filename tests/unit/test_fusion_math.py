@@ -167,3 +167,13 @@ def test_document_context_leaves_single_passages_and_share_zero_alone() -> None:
         ("x", 0.9),
         ("y", 0.4),
     ]
+
+
+def test_ties_within_float_noise_sort_together_and_huge_scores_still_sort() -> None:
+    """Sums that differ only by float rounding tie (best rank, then id, decides); scores too large to
+    scale to 12 decimals (normalization none) still sort, first."""
+    legs = {
+        "a": [Ranked("y", 0.1 + 0.2), Ranked("x", 0.3), Ranked("big", 1e200), Ranked("inf", float("inf"))]
+    }
+    fused = weighted(legs, {"a": 1.0}, "none")
+    assert [f.item_id for f in fused] == ["inf", "big", "y", "x"]
