@@ -8,7 +8,7 @@ import gc
 import logging
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, TypeVar, cast
 
@@ -34,6 +34,9 @@ class ServiceSpec:
     full_name: str  # e.g. "tribrid.v1.VectorSearch"
     register: Callable[[grpc.aio.Server], None]
     on_stop: Callable[[], Awaitable[None]] | None = None
+    # Work done once the service answers, in the background (loading what its first questions
+    # would otherwise wait for); cancelled when it stops.
+    warm_up: Callable[[], Coroutine[Any, Any, object]] | None = None
     # The largest request it takes (gRPC's default, 4 MiB, unless it needs more: a graph import).
     max_request_bytes: int = 4 * 1024 * 1024
 
@@ -44,6 +47,7 @@ class RunningServer:
     port: int
     health: health.aio.HealthServicer
     specs: Sequence[ServiceSpec] = field(default_factory=list)
+    warming: list[asyncio.Task[object]] = field(default_factory=list)
 
     async def drain(self) -> None:
         """Report NOT_SERVING (every service name) while still serving: traffic should go elsewhere."""
@@ -51,6 +55,8 @@ class RunningServer:
 
     async def stop(self, grace_s: float) -> None:
         await self.drain()
+        for task in self.warming:
+            task.cancel()
         await self.server.stop(grace_s)
         for spec in self.specs:
             if spec.on_stop is not None:
@@ -232,7 +238,12 @@ async def start_server(
     for name in ["", *names]:
         await health_servicer.set(name, serving)
     log.info("serving", extra={"services": names, "address": f"{host}:{bound}"})
-    return RunningServer(server=server, port=bound, health=health_servicer, specs=specs)
+    warming: list[asyncio.Task[object]] = [
+        asyncio.create_task(spec.warm_up(), name=f"warm-up {spec.full_name}")
+        for spec in specs
+        if spec.warm_up is not None
+    ]
+    return RunningServer(server=server, port=bound, health=health_servicer, specs=specs, warming=warming)
 
 
 class Stoppable(Protocol):

@@ -530,15 +530,9 @@ async def build(res: Resources) -> ServiceSpec:
         else None,
         versions=versions,
     )
-    # in the background: the service answers at once (a killed leg is back within its 2 s)
-    warming = asyncio.create_task(servicer.warm_up(), name="graph-warm-up")
-
-    async def stop() -> None:
-        warming.cancel()
-        await versions.close()
-
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),
-        on_stop=stop,
+        on_stop=versions.close,
+        warm_up=servicer.warm_up,  # after the start: a killed leg is back within its 2 s
     )

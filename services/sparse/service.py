@@ -103,14 +103,8 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
 
 async def build(res: Resources) -> ServiceSpec:
     servicer = SparseServicer(res.cfg.sparse, res.cfg.limits, await res.pool(SESSION_SETTINGS, search=True))
-    # in the background: the service answers at once
-    warming = asyncio.create_task(servicer.warm_up(), name="sparse-warm-up")
-
-    async def stop() -> None:
-        warming.cancel()
-
     return ServiceSpec(
         full_name=sparse_pb2.DESCRIPTOR.services_by_name["SparseSearch"].full_name,
         register=lambda server: sparse_pb2_grpc.add_SparseSearchServicer_to_server(servicer, server),
-        on_stop=stop,
+        warm_up=servicer.warm_up,
     )

@@ -3,13 +3,14 @@ gRPC probe speaks no TLS)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from tribrid import tls
 from tribrid.certs import make_certs
 from tribrid.config import ServicesConfig
 from tribrid.probe import serving
-from tribrid.server import start_server
+from tribrid.server import ServiceSpec, start_server
 
 
 async def test_probe_reads_the_health_of_a_mutual_tls_server(tmp_path: Path) -> None:
@@ -30,3 +31,30 @@ async def test_probe_reads_the_health_of_a_mutual_tls_server(tmp_path: Path) -> 
         assert not await serving("sparse", at_port)
     finally:
         await server.stop(0)
+
+
+async def test_a_service_warms_up_after_it_serves_and_stops_warming_when_it_stops() -> None:
+    """`ServiceSpec.warm_up` runs once the server reports SERVING (a slow warm-up never delays
+    it), and a warm-up still running when the server stops is cancelled."""
+    started, cancelled = asyncio.Event(), asyncio.Event()
+    release = asyncio.Event()
+    seen: list[bool] = []
+    services = ServicesConfig()
+
+    async def warm_up() -> None:
+        seen.append(await serving("sparse", services.model_copy(update={"sparse_port": server.port})))
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    spec = ServiceSpec(full_name="tribrid.v1.SparseSearch", register=lambda _: None, warm_up=warm_up)
+    server = await start_server([spec], "127.0.0.1", 0)
+    try:
+        await asyncio.wait_for(started.wait(), timeout=30)
+        assert seen == [True]
+    finally:
+        await server.stop(0)
+    await asyncio.wait_for(cancelled.wait(), timeout=30)
