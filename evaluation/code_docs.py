@@ -5,11 +5,12 @@ baseline (the sparse leg asked for the definition's name, its document chunks on
 is the set's (ast spans, rst sections); needs `make serve` and the corpus indexed
 (`python -m evaluation.entity_sets --sets code-docs` indexes it).
 
-    .venv/bin/python -m evaluation.code_docs
+    .venv/bin/python -m evaluation.code_docs [--set code-docs-jinja]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -25,8 +26,7 @@ from tribrid.config import load_config
 from tribrid.stores.postgres import committed, create_pool
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, sparse_pb2_grpc
 
-QUESTIONS = REPO_ROOT / "evals" / "code-docs" / "questions.jsonl"
-CORPUS = "eval-entities-code-docs"
+SETS = ("code-docs", "code-docs-jinja")  # folders of evals/, corpora eval-entities-<set>
 DOCS = "docs/"
 LIMIT = 50  # chunks asked of each method
 
@@ -39,9 +39,10 @@ class Pair:
     docs: list[Span]
 
 
-def pairs() -> list[Pair]:
+def pairs(name: str) -> list[Pair]:
     found = []
-    for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
+    questions = REPO_ROOT / "evals" / name / "questions.jsonl"
+    for line in questions.read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
         spans = [span_from(r) for r in item["relevant"]]
         code = [s for s in spans if not s.path.startswith(DOCS)]
@@ -55,19 +56,20 @@ def recall(returned: list[Span], wanted: list[Span]) -> float:
     return sum(any(overlap(r, w) for r in returned) for w in wanted) / len(wanted)
 
 
-async def main_async() -> None:
+async def main_async(name: str) -> None:
+    corpus = f"eval-entities-{name}"
     cfg = load_config()
     pool = await create_pool(cfg.postgres, cfg.embedding.dim, cfg.vector)
     graph = grpc.aio.insecure_channel(cfg.services.address("graph"))
     sparse = grpc.aio.insecure_channel(cfg.services.address("sparse"))
     by_split: dict[str, dict[str, list[float]]] = {}
     try:
-        for pair in pairs():
+        for pair in pairs(name):
             # the definition: the entity defined at the span's first line, in a chunk holding it
             chunk_ids = await pool.fetch(
                 f"""SELECT chunk_id FROM chunks c WHERE corpus_id = $1 AND file_path = $2
                     AND start_line <= $3 AND end_line >= $3 AND {committed("c")}""",
-                CORPUS,
+                corpus,
                 pair.code.path,
                 pair.code.start_line,
             )
@@ -75,14 +77,14 @@ async def main_async() -> None:
             entity = None
             for row in chunk_ids:
                 reply = await stub.ChunkEntities(
-                    graph_pb2.ChunkEntitiesRequest(corpus_id=CORPUS, chunk_id=row["chunk_id"])
+                    graph_pb2.ChunkEntitiesRequest(corpus_id=corpus, chunk_id=row["chunk_id"])
                 )
                 entity = next((e for e in reply.defined if e.start_line == pair.code.start_line), entity)
             if entity is None:
                 continue
             chunks = await stub.EntityChunks(
                 graph_pb2.EntityChunksRequest(
-                    corpus_id=CORPUS, entity=graph_pb2.EntityRef(entity_id=entity.entity_id), limit=LIMIT
+                    corpus_id=corpus, entity=graph_pb2.EntityRef(entity_id=entity.entity_id), limit=LIMIT
                 )
             )
             linked = [
@@ -92,7 +94,7 @@ async def main_async() -> None:
             ]
             name = ".".join(entity.qualified_name.split(".")[-2:])
             lexical = await sparse_pb2_grpc.SparseSearchStub(sparse).Search(
-                common_pb2.SearchRequest(corpus_id=CORPUS, query=name, top_k=LIMIT)
+                common_pb2.SearchRequest(corpus_id=corpus, query=name, top_k=LIMIT)
             )
             words = [
                 Span(m.file_path, m.start_line, m.end_line)
@@ -110,7 +112,7 @@ async def main_async() -> None:
         await graph.close()
         await sparse.close()
         await pool.close()
-    table = Table(title="From a definition to the docs about it: recall of the docs sections")
+    table = Table(title=f"{name}, from a definition to the docs about it: recall of the docs sections")
     for column in (
         "split",
         "definitions",
@@ -131,7 +133,9 @@ async def main_async() -> None:
 
 
 def main() -> None:
-    asyncio.run(main_async())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default=SETS[0], choices=SETS)
+    asyncio.run(main_async(parser.parse_args().set))
 
 
 if __name__ == "__main__":

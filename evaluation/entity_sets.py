@@ -32,12 +32,13 @@ from tribrid.options import set_option
 from tribrid.v1 import common_pb2, indexer_pb2, indexer_pb2_grpc
 
 # Set name -> its folder: questions.jsonl, corpus/, and graph.jsonl when it brings a graph. The
-# entity sets import theirs; code-docs (click's source and docs) relies on the indexer's own graph,
-# where the docs MENTION the definitions they name.
+# entity sets import theirs; code-docs (click's source and docs) and code-docs-jinja (Jinja's, all
+# held out) rely on the indexer's own graph, where the docs MENTION the definitions they name.
 SETS = {
     "en": REPO_ROOT / "evals" / "entities" / "en",
     "zh": REPO_ROOT / "evals" / "entities" / "zh",
     "code-docs": REPO_ROOT / "evals" / "code-docs",
+    "code-docs-jinja": REPO_ROOT / "evals" / "code-docs-jinja",
 }
 DEFAULT_SETS = ("en", "zh")
 OUT = REPO_ROOT / ".state" / "eval-entities"

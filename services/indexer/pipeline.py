@@ -98,7 +98,9 @@ log = logging.getLogger(__name__)
 #  12: documentation MENTIONS the definitions its Sphinx autodoc directives name, and a form a
 #      public definition shares only with private ones names the public one (code_mentions);
 #      known entities are linked by their names without punctuation too ("Mme Bonacieux").
-INDEX_FORMAT = 12
+#  13: documentation MENTIONS a function by its keyword parameters (`multiple=True`), the methods
+#      of an autodoc class directive with `:members:`, and autodoc's variables (code_mentions).
+INDEX_FORMAT = 13
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -572,7 +574,8 @@ class IndexPipeline:
         if code and chunks:
             with counts.timed("linking"):
                 texts = {c.chunk_id: c.content for c in chunks}
-                relations += await asyncio.to_thread(code_mentions, code, texts)
+                keywords = {k: v for graph in parsed.graphs for k, v in graph.keywords.items()}
+                relations += await asyncio.to_thread(code_mentions, code, texts, keywords)
         return entities, relations
 
     async def _extract(self, named: DocumentGraph, texts: dict[str, str]) -> Extraction:

@@ -186,6 +186,9 @@ class FileGraph:
     # are import specs as written ("./util", "crate::a::b") until graph.resolve_corpus maps them.
     language: str = "python"
     namespace: str = ""  # a Go file's directory, a Java file's package: names shared without imports
+    # By function entity id: the parameters a call may name (`f(x=1)`), for documentation that
+    # names them (code_mentions). Python only: the other languages have no keyword arguments.
+    keywords: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,13 +384,16 @@ class _FileExtractor:
             header.append(node.returns)
         regions.append(_Region(function_id, header, scope, decorators=node.decorator_list))
         body_scope = _Scope({}, module=scope.module if scope.module is not None else scope.bindings)
+        decorators = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+        receiver = class_id is not None and "staticmethod" not in decorators
         if class_id is not None:
-            decorators = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
             positional = [*node.args.posonlyargs, *node.args.args]
-            if positional and "staticmethod" not in decorators:
+            if positional and receiver:
                 body_scope.class_id = class_id
                 body_scope.self_name = positional[0].arg
                 body_scope.is_classmethod = "classmethod" in decorators
+        if keywords := _keyword_names(node.args, receiver=receiver):
+            self.graph.keywords[function_id] = keywords
         params = _argument_names(node.args)
         receivers = receiver_types(node.args, node.body, set())
         regions.append(
@@ -667,6 +673,13 @@ def _plain_names(targets: list[ast.expr]) -> Iterator[str]:
             yield from _plain_names(target.elts)
         elif isinstance(target, ast.Starred):
             yield from _plain_names([target.value])
+
+
+def _keyword_names(args: ast.arguments, *, receiver: bool) -> tuple[str, ...]:
+    """The parameters a call may pass by keyword, less the receiver (`self`, `cls`: the first
+    positional parameter of a method) and private names."""
+    named = args.args[1:] if receiver and not args.posonlyargs else args.args
+    return tuple(a.arg for a in [*named, *args.kwonlyargs] if not a.arg.startswith("_"))
 
 
 def _argument_names(args: ast.arguments) -> set[str]:

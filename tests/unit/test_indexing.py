@@ -520,6 +520,41 @@ def test_python_definitions_under_if_try_and_with_blocks_with_their_decorators()
     }
 
 
+def test_python_graph_keeps_the_parameters_a_call_may_name() -> None:
+    src = python(
+        "pkg/opts.py",
+        """
+        class Option:
+            def __init__(self, decls, /, multiple=False, *args, is_flag=None, _seen=0, **attrs):
+                pass
+
+            @staticmethod
+            def parse(text, strict=True):
+                pass
+
+            @classmethod
+            def make(cls, name):
+                pass
+
+        def option(*decls, cls=None, **attrs):
+            pass
+
+        def bare():
+            pass
+        """,
+    )
+    result = chunk_file(CORPUS, src, IndexerConfig())
+    graph = extract_python(CORPUS, src, result.chunks, result.tree)
+    name_of = {e.entity_id: e.qualified_name for e in graph.entities}
+    # no receiver, positional-only, *args, **kwargs or private name; a static method has no receiver
+    assert {name_of[k]: v for k, v in graph.keywords.items()} == {
+        "pkg.opts.Option.__init__": ("multiple", "is_flag"),
+        "pkg.opts.Option.parse": ("text", "strict"),
+        "pkg.opts.Option.make": ("name",),
+        "pkg.opts.option": ("cls",),
+    }
+
+
 def test_python_signature_header_is_the_def_line_without_decorators_or_comments() -> None:
     src = python(
         "pkg/net.py",
