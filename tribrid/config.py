@@ -164,7 +164,8 @@ class VectorConfig(_Section):
     top_k: int = Field(30, ge=1, le=1000)
     # Filtered HNSW scans continue (pgvector iterative scan, strict order) up to this many tuples.
     max_scan_tuples: int = Field(20_000, ge=1, le=10_000_000)
-    # When corpus + filters match at most this many chunks, an exact scan replaces the index.
+    # When corpus + filters match at most this many chunks, an exact scan replaces the index. A
+    # corpus with more gets an HNSW index of its own rows (tribrid.stores.postgres.index_corpus_vectors).
     exact_scan_max_rows: int = Field(2000, ge=0, le=1_000_000)
     # A definition's score blends the query's similarity to its text and to its signature (name and
     # declaration, embedded on their own): (text + w * signature) / (1 + w); other chunks keep the

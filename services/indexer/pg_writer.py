@@ -22,7 +22,7 @@ import numpy as np
 
 from services.indexer.graph_import import ImportedGraph
 from tribrid.models import Chunk
-from tribrid.stores.postgres import committed
+from tribrid.stores.postgres import committed, drop_corpus_vector_index
 from tribrid.text import index_tokens, to_tsvector_literal
 
 _CHUNK_COLS = [
@@ -403,4 +403,5 @@ async def delete_corpus(pool: asyncpg.Pool, corpus_id: str) -> int | None:
             return None
         await conn.execute("DELETE FROM postings WHERE corpus_id = $1", corpus_id)
         await conn.execute("DELETE FROM corpora WHERE corpus_id = $1", corpus_id)
+    await drop_corpus_vector_index(pool, corpus_id)  # empty now; outside the delete's transaction
     return int(count)

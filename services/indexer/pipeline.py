@@ -68,7 +68,7 @@ from tribrid.models import Chunk, Entity, Relation
 from tribrid.ner import EntityRecognizer
 from tribrid.options import invalid
 from tribrid.search_common import validate_corpus_id
-from tribrid.stores.postgres import corpus_generation
+from tribrid.stores.postgres import corpus_generation, index_corpus_vectors
 from tribrid.v1 import indexer_pb2
 
 log = logging.getLogger(__name__)
@@ -514,6 +514,8 @@ class IndexPipeline:
                     index_format=INDEX_FORMAT,
                 ),
             )
+        with counts.timed("vector_index"):
+            await index_corpus_vectors(self._pool, corpus_id, self._cfg.vector)
         with counts.timed("graph"):
             await drop_generation(self._graph, corpus_id, base)
         with counts.timed("vacuum"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -20,15 +21,28 @@ from tribrid.options import RequestError, invalid
 from tribrid.resources import Resources
 from tribrid.search_common import validate_corpus_id
 from tribrid.server import ServiceSpec, freeze_long_lived_objects
-from tribrid.stores.postgres import corpus_generation, list_corpora
+from tribrid.stores.postgres import corpus_generation, index_every_corpus_vectors, list_corpora
 from tribrid.v1 import indexer_pb2, indexer_pb2_grpc
+
+log = logging.getLogger(__name__)
 
 
 class IndexerServicer(indexer_pb2_grpc.IndexerServicer):
     def __init__(self, cfg: TriBridConfig, pool: asyncpg.Pool, graph: GraphStore, embedder: Embedder) -> None:
+        self._cfg = cfg
         self._pool = pool
         self._graph = graph
         self._pipeline = IndexPipeline(cfg, pool, graph, embedder)
+
+    async def warm_up(self) -> list[str]:
+        """Build the own HNSW index of each corpus that should have one and has none (indexed
+        before there were such indexes), in the background: a migration would hold a start for
+        as long as building them takes, about a minute per 100k chunks. Searches use the shared
+        index meanwhile. The corpora it indexed."""
+        built = await index_every_corpus_vectors(self._pool, self._cfg.vector)
+        if built:
+            log.info("vector indexes of their own built", extra={"corpora": built})
+        return built
 
     async def IndexCorpus(
         self,
@@ -126,4 +140,5 @@ async def build(res: Resources) -> ServiceSpec:
         full_name=indexer_pb2.DESCRIPTOR.services_by_name["Indexer"].full_name,
         register=lambda server: indexer_pb2_grpc.add_IndexerServicer_to_server(servicer, server),
         max_request_bytes=MAX_IMPORT_BYTES,
+        warm_up=servicer.warm_up,
     )

@@ -42,7 +42,7 @@ import numpy as np
 from tribrid.config import VectorConfig
 from tribrid.options import RequestError, not_found
 from tribrid.search_common import ScoredChunk, SearchParams, chunk_filter
-from tribrid.stores.postgres import CHUNK_COLUMNS, OPCLASS, chunk_row, committed
+from tribrid.stores.postgres import CHUNK_COLUMNS, OPCLASS, chunk_row, committed, literal
 
 # distance operator, and a similarity (higher = better) from the distance `{d}`. For the unit
 # vectors every Embedder returns, all three similarities equal the cosine similarity.
@@ -73,12 +73,14 @@ def _similarities(to_similarity: str) -> str:
     return f"{text} AS score, {to_similarity.format(d='c.signature_distance')} AS signature_score"
 
 
-@functools.cache  # built once per metric: it runs on every common request
-def build_direct_query(metric: str) -> str:
+@functools.lru_cache(maxsize=1024)  # built once per metric and corpus: it runs on every common request
+def build_direct_query(metric: str, corpus_id: str) -> str:
     """$1 corpus, $2 query vector, $3 candidates, $4 exact_scan_max_rows: an unfiltered request in
     one statement. Above $4 rows, the HNSW scan (`plan` 'hnsw'); at most $4, the exact scan of
     the corpus's rows (`plan` 'exact'). Nothing for an unknown or uncommitted corpus. Each row
-    carries the corpus's model and chunk count."""
+    carries the corpus's model and chunk count. The HNSW scan names the corpus in the statement's
+    text, so that its plan (a generic one too) can use the corpus's own index (see
+    `corpus_vector_index`): a statement per corpus."""
     op, to_similarity = METRIC_SQL[metric]
     distance = f"c.embedding {op} $2"
     return f"""
@@ -91,7 +93,7 @@ def build_direct_query(metric: str) -> str:
             FROM k
             CROSS JOIN LATERAL (
                 SELECT {_COLS}, c.embedding, c.signature_embedding FROM chunks c
-                WHERE c.corpus_id = $1 AND c.generation <= k.generation
+                WHERE c.corpus_id = {literal(corpus_id)} AND c.generation <= k.generation
                 ORDER BY {distance}
                 LIMIT $3
             ) c
@@ -140,7 +142,8 @@ def build_probe(params: SearchParams) -> tuple[str, list[object]]:
 
 
 def build_hnsw_query(metric: str, params: SearchParams) -> tuple[str, list[object]]:
-    """$1 corpus, $2 query vector, $3 candidates, then the filter's: served by the HNSW index."""
+    """$1 corpus, $2 query vector, $3 candidates, then the filter's: served by the HNSW index (the
+    corpus's own where it has one: named in the text, as in build_direct_query)."""
     op, to_similarity = METRIC_SQL[metric]
     flt = chunk_filter(params, first_arg=4)
     distance = f"c.embedding {op} $2"
@@ -148,7 +151,7 @@ def build_hnsw_query(metric: str, params: SearchParams) -> tuple[str, list[objec
         WITH found AS MATERIALIZED (
             SELECT {_COLS}, {distance} AS distance, c.signature_embedding {op} $2 AS signature_distance
             FROM chunks c
-            WHERE c.corpus_id = $1 AND {committed("c")}{flt.sql()}
+            WHERE c.corpus_id = {literal(params.corpus_id)} AND {committed("c")}{flt.sql()}
             ORDER BY {distance}
             LIMIT $3
         )
@@ -237,7 +240,7 @@ async def vector_search(
     )
     if direct:
         rows = await pool.fetch(
-            build_direct_query(cfg.metric),
+            build_direct_query(cfg.metric, params.corpus_id),
             params.corpus_id,
             query_vector,
             candidates,

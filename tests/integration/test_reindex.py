@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from services.indexer.communities import detect_communities
-from services.indexer.pg_writer import run_lock
+from services.indexer.pg_writer import delete_corpus, run_lock
 from services.indexer.pipeline import INDEX_FORMAT, IndexPipeline
 from tests.stack import FIXTURE_REPO, Stack, index_corpus
 from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity, Relation
-from tribrid.stores.postgres import committed, corpus_generation
+from tribrid.stores.postgres import committed, corpus_generation, corpus_vector_index
 from tribrid.text import stem
 from tribrid.v1 import (
     common_pb2,
@@ -386,6 +386,29 @@ async def test_include_communities_false_skips_the_step(stack: Stack, tmp_path: 
     assert "communities" not in {e.phase for e in events} and events[-1].communities == 0
     key = graph_key("reindex-nocomm", events[-1].generation)
     assert await stack.resources.graph().community_count(key) == 0
+
+
+async def test_a_run_gives_a_corpus_searched_by_hnsw_its_own_vector_index(
+    stack: Stack, tmp_path: Path
+) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE_REPO, root)
+    pool = await stack.resources.pool()
+    for corpus_id, exact_max in (("reindex-own-index", 5), ("reindex-no-own-index", 100_000)):
+        await delete_corpus(pool, corpus_id)  # a first run, whatever an earlier session left
+        cfg = stack.cfg.model_copy(
+            update={"vector": stack.cfg.vector.model_copy(update={"exact_scan_max_rows": exact_max})}
+        )
+        pipeline = IndexPipeline(cfg, pool, stack.resources.graph(), stack.resources.embedder())
+        events = [event async for event in pipeline.run(corpus_id, str(root))]
+        assert events[-1].done and events[-1].chunks_total > 5
+        assert "vector_index" in events[-1].stage_seconds
+    names = {
+        r["indexname"]
+        for r in await pool.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+    }
+    assert corpus_vector_index("reindex-own-index") in names
+    assert corpus_vector_index("reindex-no-own-index") not in names
 
 
 async def test_a_corpus_of_an_older_index_format_is_redone_whole_reusing_equal_vectors(

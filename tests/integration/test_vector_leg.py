@@ -23,6 +23,7 @@ from services.indexer.pg_writer import (
     write_chunks,
 )
 from services.indexer.pipeline import INDEX_FORMAT
+from services.indexer.service import IndexerServicer
 from services.vector.search import (
     build_direct_query,
     build_hnsw_query,
@@ -38,7 +39,11 @@ from tribrid.embedding import Vectors
 from tribrid.models import Chunk, stable_id
 from tribrid.options import RequestError
 from tribrid.search_common import SearchParams, glob_to_regex
-from tribrid.stores.postgres import create_pool
+from tribrid.stores.postgres import (
+    corpus_vector_index,
+    create_pool,
+    index_corpus_vectors,
+)
 from tribrid.v1 import common_pb2, indexer_pb2, vector_options_pb2, vector_pb2_grpc
 
 SYNTH = "synth-vec"
@@ -151,7 +156,9 @@ async def test_one_round_trip_on_the_vector_pool_gives_the_two_round_trip_answer
         assert await conn.fetchval("SHOW enable_sort") == "off"
         plan = "\n".join(
             r[0]
-            for r in await conn.fetch("EXPLAIN " + build_direct_query("cosine"), SYNTH, vectors[7], 10, 2000)
+            for r in await conn.fetch(
+                "EXPLAIN " + build_direct_query("cosine", SYNTH), SYNTH, vectors[7], 10, 2000
+            )
         )
     assert "Index Scan using chunks_embedding" in plan, plan
     shared = await stack.resources.pool()
@@ -206,6 +213,73 @@ async def test_a_search_leaves_the_pools_settings_as_they_were(
             assert await pool.fetchval("SHOW hnsw.max_scan_tuples") == settings["hnsw.max_scan_tuples"]
     finally:
         await pool.close()
+
+
+async def indexes_of_chunks(pool: asyncpg.Pool) -> dict[str, str]:
+    rows = await pool.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunks'")
+    return {r["indexname"]: r["indexdef"] for r in rows}
+
+
+async def test_a_corpus_searched_by_hnsw_has_an_index_of_its_own_until_it_is_deleted(stack: Stack) -> None:
+    """In the index every corpus shares, a search is a filtered scan through the other corpora's
+    rows; a corpus above exact_scan_max_rows gets its own, which the one-statement search uses."""
+    vectors = synth_vectors(400, stack.cfg.embedding.dim, seed=3)
+    docs = [(f"own/o{i}.py", "python", f"own {i}") for i in range(400)]
+    chunks = await write_corpus(stack, "synth-own", docs, vectors)
+    small = await write_corpus(stack, "synth-own-small", docs[:50], vectors[:50])
+    pool = await stack.resources.pool()
+    cfg = scan(stack.cfg.vector).model_copy(update={"exact_scan_max_rows": 100})
+    assert await index_corpus_vectors(pool, "synth-own", cfg)
+    assert await index_corpus_vectors(pool, "synth-own", cfg)  # once: a second call finds it
+    assert not await index_corpus_vectors(pool, small[0].corpus_id, cfg)  # an exact scan's corpus
+    assert not await index_corpus_vectors(pool, "no-such-corpus", cfg)
+    indexes = await indexes_of_chunks(pool)
+    name = corpus_vector_index("synth-own")
+    assert "WHERE (corpus_id = 'synth-own'::text)" in indexes[name], indexes[name]
+    assert corpus_vector_index("synth-own-small") not in indexes
+    async with pool.acquire() as conn, conn.transaction():  # the generic plan, as after 5 executions
+        await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        for setting, value in session_settings(cfg).items():  # as the vector leg's pool starts
+            await conn.execute(f"SET LOCAL {setting} = '{value}'")
+        await conn.execute(
+            f"PREPARE own_direct(text, vector, int, bigint) AS {build_direct_query('cosine', 'synth-own')}"
+        )
+        query = "[" + ",".join(f"{x:.6f}" for x in vectors[9]) + "]"
+        plan = "\n".join(
+            r[0] for r in await conn.fetch(f"EXPLAIN EXECUTE own_direct('synth-own', '{query}', 10, 100)")
+        )
+        await conn.execute("DEALLOCATE own_direct")
+    assert f"Index Scan using {name} " in plan, plan
+    settings = session_settings(cfg)
+    search_pool = await stack.resources.pool(settings, search=True)
+    for i in (9, 250):
+        result = await vector_search(
+            search_pool, cfg, params("synth-own"), vectors[i], pool_settings=settings
+        )
+        assert (result.plan, result.statements) == ("hnsw", 1)
+        truth = brute_force(chunks, vectors, vectors[i], [True] * len(chunks), 10)
+        assert result.chunks[0].chunk.chunk_id == chunks[i].chunk_id
+        assert len({c.chunk.chunk_id for c in result.chunks} & set(truth)) >= 9
+    await delete_corpus(pool, "synth-own")
+    assert name not in await indexes_of_chunks(pool)
+
+
+async def test_the_indexers_start_gives_the_corpora_indexed_before_their_own_index(stack: Stack) -> None:
+    vectors = synth_vectors(150, stack.cfg.embedding.dim, seed=5)
+    await write_corpus(
+        stack, "synth-earlier", [(f"m/m{i}.py", "python", f"m {i}") for i in range(150)], vectors
+    )
+    pool = await stack.resources.pool()
+    cfg = stack.cfg.model_copy(
+        update={"vector": stack.cfg.vector.model_copy(update={"exact_scan_max_rows": 100})}
+    )
+    indexer = IndexerServicer(cfg, pool, stack.resources.graph(), stack.resources.embedder())
+    assert "synth-earlier" in await indexer.warm_up()
+    assert "synth-earlier" not in await indexer.warm_up()  # it has one now
+    indexes = await indexes_of_chunks(pool)
+    assert "WHERE (corpus_id = 'synth-earlier'::text)" in indexes[corpus_vector_index("synth-earlier")]
+    await delete_corpus(pool, "synth-earlier")
+    assert corpus_vector_index("synth-earlier") not in await indexes_of_chunks(pool)
 
 
 async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[Chunk], Vectors]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -193,6 +194,76 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             FOR EACH ROW EXECUTE FUNCTION tribrid_corpus_changed();
         """,
     ]
+
+
+CORPUS_INDEX_PREFIX = "chunks_embedding_"
+_CORPUS_INDEX_SQL = (
+    "CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw (embedding {opclass})"
+    " WITH (m = {m}, ef_construction = {efc}) WHERE corpus_id = {corpus}"
+)
+
+
+def corpus_vector_index(corpus_id: str) -> str:
+    """The name of a corpus's own HNSW index, of its rows alone. In the index every corpus shares,
+    a search of one corpus is a filtered scan that walks the others' rows too: 2-15 ms of
+    PostgreSQL's CPU per query on a 10k-chunk corpus among 49k rows, 1-4 ms in its own index.
+    A hash keeps the name within PostgreSQL's 63 bytes, whatever the corpus id."""
+    return CORPUS_INDEX_PREFIX + hashlib.md5(corpus_id.encode()).hexdigest()[:16]
+
+
+def literal(text: str) -> str:
+    """`text` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+async def index_corpus_vectors(pool: asyncpg.Pool, corpus_id: str, vector: VectorConfig) -> bool:
+    """Give a corpus whose committed chunks are more than `exact_scan_max_rows` (searched by HNSW,
+    not by an exact scan) its own HNSW index, once; later rows are added to it as they are
+    written. True when the corpus has one. Building it blocks other corpora's writes, not reads
+    (about 1.5 s for 10k chunks here)."""
+    count = await pool.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id)
+    if count is None or count <= vector.exact_scan_max_rows:
+        return False
+    sql = _CORPUS_INDEX_SQL.format(
+        name=corpus_vector_index(corpus_id),
+        opclass=OPCLASS[vector.metric],
+        m=vector.hnsw_m,
+        efc=vector.hnsw_ef_construction,
+        corpus=literal(corpus_id),
+    )
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            # the graph in memory while it is built: a 100k-chunk corpus's needs about 250 MB
+            await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            await conn.execute(sql)
+    except (asyncpg.DuplicateTableError, asyncpg.UniqueViolationError):
+        pass  # built meanwhile by another run or the indexer's start (IF NOT EXISTS looks first)
+    return True
+
+
+async def index_every_corpus_vectors(pool: asyncpg.Pool, vector: VectorConfig) -> list[str]:
+    """`index_corpus_vectors` for each corpus that should have its own index and has none (corpora
+    indexed before there were such indexes), one after another; the corpora it indexed."""
+    rows = await pool.fetch(
+        "SELECT corpus_id FROM corpora WHERE chunk_count > $1 ORDER BY corpus_id", vector.exact_scan_max_rows
+    )
+    existing = {
+        r["indexname"]
+        for r in await pool.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+    }
+    built = []
+    for row in rows:
+        corpus_id = row["corpus_id"]
+        if corpus_vector_index(corpus_id) not in existing and await index_corpus_vectors(
+            pool, corpus_id, vector
+        ):
+            built.append(corpus_id)
+    return built
+
+
+async def drop_corpus_vector_index(pool: asyncpg.Pool, corpus_id: str) -> None:
+    """Drop a deleted corpus's own HNSW index, without blocking searches while it goes."""
+    await pool.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {corpus_vector_index(corpus_id)}")
 
 
 def committed(alias: str, corpus_arg: str = "$1") -> str:
