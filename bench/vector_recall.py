@@ -1,15 +1,12 @@
 """How much of a corpus's true top k the vector leg's HNSW scan finds, per iterative-scan order.
 
-Every corpus lives in the one `chunks_embedding` HNSW graph, where a search of one corpus is
-filtered; a corpus above `vector.exact_scan_max_rows` also has an HNSW index of its own rows,
-which the leg searches (tribrid.stores.postgres.corpus_vector_index). This takes each eval set's
-questions (first --queries of each), embeds them with the configured model and runs, on the
-indexed eval corpora:
+A corpus of more than `vector.exact_scan_max_rows` chunks is searched in an HNSW index of its own
+rows (tribrid.stores.postgres.corpus_vector_index); a smaller one is scanned exactly. This takes
+each eval set's questions (first --queries of each), embeds them with the configured model and
+runs, on the indexed eval corpora:
 - an exact scan of the corpus (the truth);
-- in the shared index (a generic plan, which cannot use a corpus's own index), the leg's HNSW
-  query shape with `hnsw.iterative_scan` strict_order, then relaxed_order plus the MATERIALIZED
-  re-sort the leg uses, at ef_search 100 and 400;
-- in the corpus's own index, where it has one, relaxed_order at ef_search 100: the leg's search.
+- the leg's HNSW query shape in the corpus's own index, with `hnsw.iterative_scan` strict_order,
+  then relaxed_order plus the MATERIALIZED re-sort the leg uses, at ef_search 100 and 400.
 Recall@k counts rows no farther than the truth's k-th. One table and a PNG under bench/results/.
 
     make serve && make eval   # the eval corpora must be indexed
@@ -40,25 +37,18 @@ from tribrid.embedding import LocalEmbedder
 from tribrid.stores.postgres import corpus_vector_index, literal
 
 console = Console()
-# (iterative scan order, ef_search, index): "shared", every corpus's; "own", the corpus's
-SCANS = (
-    ("strict_order", 100, "shared"),
-    ("strict_order", 400, "shared"),
-    ("relaxed_order", 100, "shared"),
-    ("relaxed_order", 400, "shared"),
-    ("relaxed_order", 100, "own"),
-)
+SCANS = (("strict_order", 100), ("strict_order", 400), ("relaxed_order", 100), ("relaxed_order", 400))
 EXACT = """WITH a AS MATERIALIZED (SELECT chunk_id, embedding FROM chunks WHERE corpus_id = $1)
            SELECT embedding <=> $2 AS d FROM a ORDER BY 1 LIMIT $3"""
-# $1 the query vector, $2 k; {corpus}: $3 (the corpus, as a parameter), or the corpus as a literal
+# $1 the query vector, $2 k; the corpus named in the text, as the leg names it (its own index)
 STRICT = (
     "SELECT embedding <=> $1 AS d FROM chunks WHERE corpus_id = {corpus} ORDER BY embedding <=> $1 LIMIT $2"
 )
 RELAXED = f"WITH r AS MATERIALIZED ({STRICT}) SELECT d FROM r ORDER BY d"
 
 
-def _column(order: str, ef: int, index: str) -> str:
-    return f"{order} ef{ef}" + (" own index" if index == "own" else "")
+def _column(order: str, ef: int) -> str:
+    return f"{order} ef{ef}"
 
 
 async def measure(set_names: list[str], queries: int, k: int) -> dict[str, Any]:
@@ -84,26 +74,21 @@ async def measure(set_names: list[str], queries: int, k: int) -> dict[str, Any]:
                 r["indexname"]
                 for r in await conn.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
             }
-            for order, ef, index in SCANS:
-                if index == "own" and not own:
-                    continue  # the leg scans such a corpus exactly
-                sql = (STRICT if order == "strict_order" else RELAXED).format(
-                    corpus=literal(corpus) if index == "own" else "$3"
-                )
+            for order, ef in SCANS if own else ():  # else the leg scans the corpus exactly
+                sql = (STRICT if order == "strict_order" else RELAXED).format(corpus=literal(corpus))
                 recalls, times = [], []
                 for vector, worst in zip(vectors, truth, strict=True):
                     async with conn.transaction():
                         await conn.execute(
                             f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = {order};"
                             f" SET LOCAL hnsw.max_scan_tuples = {cfg.vector.max_scan_tuples};"
-                            " SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_sort = off"
+                            " SET LOCAL enable_sort = off"
                         )
                         started = time.perf_counter()
-                        args = (vector, k) if index == "own" else (vector, k, corpus)
-                        found = await conn.fetch(sql, *args)
+                        found = await conn.fetch(sql, vector, k)
                         times.append(time.perf_counter() - started)
                     recalls.append(sum(float(r["d"]) <= worst + 1e-6 for r in found) / k)
-                row[_column(order, ef, index)] = {
+                row[_column(order, ef)] = {
                     "recall": statistics.fmean(recalls),
                     "p50_ms": statistics.median(times) * 1e3,
                 }
@@ -116,10 +101,8 @@ async def measure(set_names: list[str], queries: int, k: int) -> dict[str, Any]:
 def show(result: dict[str, Any]) -> None:
     table = Table(title=f"recall@{result['k']} of the corpus's true top {result['k']} / p50 ms")
     table.add_column("set (corpus rows / table rows)")
-    for order, ef, index in SCANS:
-        table.add_column(
-            f"{order.split('_')[0]} ef{ef}" + (" own" if index == "own" else ""), justify="right"
-        )
+    for order, ef in SCANS:
+        table.add_column(f"{order.split('_')[0]} ef{ef}", justify="right")
     for row in result["rows"]:
         cells = [
             f"{row[c]['recall']:.2f} / {row[c]['p50_ms']:.1f}" if (c := _column(*scan)) in row else "exact"

@@ -153,7 +153,7 @@ class EmbeddingConfig(_Section):
 class VectorConfig(_Section):
     """The vector leg's section; `VectorOptions` fields of a request are validated against it."""
 
-    # Must match the operator class of the `chunks_embedding` HNSW index (checked at search time).
+    # Must match the operator class of the corpora's HNSW indexes (checked at search time).
     metric: Literal["cosine", "l2", "inner_product"] = "cosine"
     hnsw_m: int = Field(16, ge=2, le=100)
     hnsw_ef_construction: int = Field(64, ge=4, le=1000)

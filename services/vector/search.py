@@ -1,11 +1,12 @@
 """Dense search: nearest chunk embeddings by pgvector HNSW, filters applied inside the SQL.
 
 The scan settings: `hnsw.ef_search`, iterative scan in relaxed order, `hnsw.max_scan_tuples`, no
-sorts where an index can order. A corpus is a slice of the one HNSW graph every corpus shares, so
-each search is a filtered one. Relaxed order finds far more of the true nearest rows there than
-strict order does, at the same cost. Measured 2026-11-24, 40,700 chunks in 17 corpora, the top 20
-of each eval set's queries against an exact scan: recall 0.95-1.00 against 0.41-0.82 for strict
-order. The few rows found out of order are put back in order by a MATERIALIZED CTE, as pgvector's
+sorts where an index can order. A corpus of more than `exact_scan_max_rows` chunks is searched in
+an HNSW index of its own rows (tribrid.stores.postgres.corpus_vector_index), which the statement
+names the corpus for; a smaller one, or a selective filter, is scanned exactly. Under a filter the
+scan goes on in relaxed order, which finds far more of the true nearest rows than strict order at
+the same cost (2026-11-24, in one index of 17 corpora: recall 0.95-1.00 against 0.41-0.82); the
+few rows found out of order are put back in order by a MATERIALIZED CTE, as pgvector's
 documentation advises.
 
 A definition's score blends two similarities: the query's to the chunk's text and to its signature
@@ -182,28 +183,19 @@ def build_exact_query(metric: str, params: SearchParams) -> tuple[str, list[obje
     return sql, flt.args
 
 
-@dataclass(frozen=True, slots=True)
-class IndexInfo:
-    metric: str | None  # None: no HNSW index on chunks.embedding
-    m: int | None
-    ef_construction: int | None
-
-
-async def hnsw_index_info(pool: asyncpg.Pool) -> IndexInfo:
-    """The metric (from the operator class) and build parameters of the chunks_embedding index."""
-    indexdef: str | None = await pool.fetchval(
-        "SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexname = 'chunks_embedding'"
+async def index_metrics(pool: asyncpg.Pool) -> dict[str, str]:
+    """The metric each HNSW index of chunks.embedding (a corpus's own) was built for, from its
+    operator class, by index name."""
+    rows = await pool.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes"
+        " WHERE tablename = 'chunks' AND indexdef LIKE '%USING hnsw%'"
     )
-    if indexdef is None:
-        return IndexInfo(None, None, None)
-    opclass = re.search(r"\(embedding (\w+)\)", indexdef)
-    m = re.search(r"\bm='?(\d+)", indexdef)
-    efc = re.search(r"ef_construction='?(\d+)", indexdef)
-    return IndexInfo(
-        METRIC_OF_OPCLASS.get(opclass.group(1)) if opclass else None,
-        int(m.group(1)) if m else None,
-        int(efc.group(1)) if efc else None,
-    )
+    metrics = {}
+    for row in rows:
+        opclass = re.search(r"\(embedding (\w+)\)", row["indexdef"])
+        if opclass and opclass.group(1) in METRIC_OF_OPCLASS:
+            metrics[row["indexname"]] = METRIC_OF_OPCLASS[opclass.group(1)]
+    return metrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import asyncpg
 import grpc
 
 from services.vector.coverage import Coverage, model_coverage
-from services.vector.search import IndexInfo, VectorResult, hnsw_index_info, session_settings, vector_search
+from services.vector.search import VectorResult, index_metrics, session_settings, vector_search
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.options import RequestError, with_options
@@ -45,19 +45,21 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
             embedder, cfg.query_batch_max, cfg.query_batch_wait_ms, cfg.query_queue_size
         )
         self.queries = QueryEmbeddingCache(embedder, query_cache_size, self.batcher, query_prefix)
-        self._index: IndexInfo | None = None
+        self._index_metrics: dict[str, str] | None = None
 
     async def _check_index(self) -> None:
-        """The configured metric must be the one the HNSW index was built for (checked once)."""
-        if self._index is None:
-            self._index = await hnsw_index_info(self._pool)
+        """The configured metric must be the one the corpora's HNSW indexes were built for
+        (checked once)."""
+        if self._index_metrics is None:
+            self._index_metrics = await index_metrics(self._pool)
         metric = self._cfg.metric
-        if self._index.metric is not None and self._index.metric != metric:
-            raise RequestError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"vector.metric is {metric!r} but the chunks_embedding index was built for "
-                f"{self._index.metric!r}: set vector.metric={self._index.metric!r} or rebuild the index",
-            )
+        for index, built in sorted(self._index_metrics.items()):
+            if built != metric:
+                raise RequestError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"vector.metric is {metric!r} but the HNSW index {index} was built for "
+                    f"{built!r}: set vector.metric={built!r}, or drop the index and index its corpus again",
+                )
 
     async def search(self, request: common_pb2.SearchRequest) -> VectorResult:
         """Run one search; raises RequestError for what the caller must fix."""
