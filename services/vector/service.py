@@ -17,6 +17,7 @@ from tribrid.options import RequestError, with_options
 from tribrid.resources import Resources
 from tribrid.search_common import leg_response, validate_search
 from tribrid.server import ServiceSpec
+from tribrid.stores.postgres import corpus_vector_index
 from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc
 
@@ -47,25 +48,27 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         self.queries = QueryEmbeddingCache(embedder, query_cache_size, self.batcher, query_prefix)
         self._index_metrics: dict[str, str] | None = None
 
-    async def _check_index(self) -> None:
-        """The configured metric must be the one the corpora's HNSW indexes were built for
-        (checked once)."""
+    async def _check_index(self, corpus_id: str) -> None:
+        """The configured metric must be the one the corpus's own HNSW index was built for (the
+        indexes read once; a corpus without one is scanned exactly, whatever the metric)."""
         if self._index_metrics is None:
             self._index_metrics = await index_metrics(self._pool)
         metric = self._cfg.metric
-        for index, built in sorted(self._index_metrics.items()):
-            if built != metric:
-                raise RequestError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"vector.metric is {metric!r} but the HNSW index {index} was built for "
-                    f"{built!r}: set vector.metric={built!r}, or drop the index and index its corpus again",
-                )
+        index = corpus_vector_index(corpus_id)
+        built = self._index_metrics.get(index, metric)
+        if built != metric:
+            raise RequestError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"vector.metric is {metric!r} but the HNSW index {index} of corpus {corpus_id!r} was "
+                f"built for {built!r}: set vector.metric={built!r}, or drop the index and index the "
+                "corpus again",
+            )
 
     async def search(self, request: common_pb2.SearchRequest) -> VectorResult:
         """Run one search; raises RequestError for what the caller must fix."""
         cfg = with_options(self._cfg, request.options.vector, "options.vector")
         params = validate_search(request, cfg.top_k, self._limits)
-        await self._check_index()
+        await self._check_index(params.corpus_id)
         if not has_terms(params.query, PROSE_STOPWORDS):
             # Stop words or punctuation only: their embedding is noise, and its nearest chunks
             # would be answers to nothing. Empty and OK, as in the other legs. Any other word in
