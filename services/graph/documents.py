@@ -48,8 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import asyncpg
-
+from services.graph.chunk_rows import ChunkSource
 from services.graph.entities import edge_properties
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
 from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
@@ -443,7 +442,7 @@ def provenance(
 
 async def _result(
     reader: GraphView,
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     key: str,
     corpus_id: str,
     reached: Mapping[str, Reached],
@@ -454,7 +453,7 @@ async def _result(
 ) -> GraphResult:
     ranked = sorted(reached.values(), key=Reached.rank)
     rows = await rows_in_rank_order(
-        pool, corpus_id, [r.chunk_id for r in ranked], top_k, path_regex, languages
+        source, corpus_id, [r.chunk_id for r in ranked], top_k, path_regex, languages
     )
     shown = [reached[row.chunk_id] for row in rows]
     names = await _names(reader, key, shown)
@@ -556,7 +555,7 @@ def _specificity(mentions: Sequence[Relation]) -> dict[str, float]:
 
 async def document_search(
     reader: GraphView,
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     key: str,
     params: SearchParams,
     settings: DocumentSettings,
@@ -595,7 +594,7 @@ async def document_search(
 
     return await _result(
         reader,
-        pool,
+        source,
         key,
         params.corpus_id,
         walk.chunks,
@@ -608,7 +607,7 @@ async def document_search(
 
 async def document_expansion(
     reader: GraphView,
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     corpus_id: str,
     key: str,
     chunk_ids: Sequence[str],
@@ -633,7 +632,7 @@ async def document_expansion(
     def explain(found: Reached, names: Mapping[str, Entity]) -> tuple[str, common_pb2.GraphProvenance]:
         return provenance(found, names, start_ids[found.path.origin], "")
 
-    return await _result(reader, pool, key, corpus_id, reached, top_k, explain)
+    return await _result(reader, source, key, corpus_id, reached, top_k, explain)
 
 
 def merge_results(code: GraphResult, documents: GraphResult, top_k: int) -> GraphResult:

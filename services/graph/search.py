@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
 
-import asyncpg
-
+from services.graph.chunk_rows import ChunkSource
 from services.graph.external import GraphExternalNames
 from tribrid.config import DOCUMENT_NODE_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import Direction, GraphView, TraversalHit
@@ -40,7 +39,7 @@ from tribrid.question.words import (
     names_among,
 )
 from tribrid.search_common import ScoredChunk, SearchParams
-from tribrid.stores.postgres import ChunkRow, fetch_chunks
+from tribrid.stores.postgres import ChunkRow
 from tribrid.text import STOPWORDS
 from tribrid.v1 import common_pb2
 
@@ -272,7 +271,7 @@ def _explain_referrer(entity: Entity, ref: str) -> tuple[str, common_pb2.GraphPr
 
 
 async def _top_chunks(
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     corpus_id: str,
     best: dict[str, _Best],
     top_k: int,
@@ -285,11 +284,11 @@ async def _top_chunks(
     content for the few returned.
     """
     ranked = sorted(best, key=lambda cid: (*best[cid].key(), cid))
-    return await rows_in_rank_order(pool, corpus_id, ranked, top_k, path_regex, languages)
+    return await rows_in_rank_order(source, corpus_id, ranked, top_k, path_regex, languages)
 
 
 async def rows_in_rank_order(
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     corpus_id: str,
     ranked: Sequence[str],
     top_k: int,
@@ -304,7 +303,7 @@ async def rows_in_rank_order(
     found: list[ChunkRow] = []
     for start in range(0, len(ranked), batch):
         ids = ranked[start : start + batch]
-        rows = await fetch_chunks(pool, corpus_id, ids)
+        rows = await source.fetch(corpus_id, ids)
         found.extend(
             row
             for row in (rows.get(cid) for cid in ids)
@@ -345,7 +344,7 @@ def _named_seeds(seeds: list[tuple[Entity, float]]) -> list[tuple[Entity, float]
 
 async def graph_search(
     store: GraphView,
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     key: str,
     params: SearchParams,
     settings: GraphSearchConfig,
@@ -374,7 +373,7 @@ async def graph_search(
     fuzzy = len(terms) == 1 or any(is_written_as_code(t) for t in terms)
     seeds = await store.find_seeds(key, terms, plan.seed_types, settings.max_seeds, fuzzy=fuzzy)
     if not seeds:
-        return await _external_callers(store, pool, key, params, settings, plan, terms, external)
+        return await _external_callers(store, source, key, params, settings, plan, terms, external)
     if directional:
         seeds = _named_seeds(seeds)
     best: dict[str, _Best] = {}
@@ -431,18 +430,20 @@ async def graph_search(
         explain = partial(_explain_hit, hit, known, match, search=True, inferred=on_route)
         offer(hit.entity, _Best(score, hit.hops, hit.entity.entity_id, explain))
 
-    return await _ranked_result(pool, params, best)
+    return await _ranked_result(source, params, best)
 
 
-async def _ranked_result(pool: asyncpg.Pool, params: SearchParams, best: dict[str, _Best]) -> GraphResult:
+async def _ranked_result(source: ChunkSource, params: SearchParams, best: dict[str, _Best]) -> GraphResult:
     """The best-scored chunks that pass the request's filters, top_k of them."""
-    rows = await _top_chunks(pool, params.corpus_id, best, params.top_k, params.path_regex, params.languages)
+    rows = await _top_chunks(
+        source, params.corpus_id, best, params.top_k, params.path_regex, params.languages
+    )
     return _result(rows, best)
 
 
 async def _external_callers(
     store: GraphView,
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     key: str,
     params: SearchParams,
     settings: GraphSearchConfig,
@@ -466,12 +467,12 @@ async def _external_callers(
         if not entity.chunk_id or entity.chunk_id in best:
             continue
         best[entity.chunk_id] = _Best(score, 1, entity.entity_id, partial(_explain_referrer, entity, ref))
-    return await _ranked_result(pool, params, best)
+    return await _ranked_result(source, params, best)
 
 
 async def expand_context(
     store: GraphView,
-    pool: asyncpg.Pool,
+    source: ChunkSource,
     corpus_id: str,
     key: str,
     chunk_ids: Sequence[str],
@@ -511,4 +512,4 @@ async def expand_context(
         explain = partial(_explain_hit, hit, known, "exact", search=False, inferred=on_route)
         score = hit_score(hit, 1.0, settings, False, inferred=on_route)
         _offer(best, cid, _Best(score, hit.hops, hit.entity.entity_id, explain))
-    return _result(await _top_chunks(pool, corpus_id, best, top_k), best)
+    return _result(await _top_chunks(source, corpus_id, best, top_k), best)

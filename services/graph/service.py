@@ -16,6 +16,7 @@ import grpc
 from pydantic import TypeAdapter, ValidationError
 
 from services.graph import entities
+from services.graph.chunk_rows import GenerationRows
 from services.graph.documents import (
     DocumentSettings,
     QueryEntities,
@@ -75,6 +76,9 @@ from tribrid.text import PROSE_LANGUAGES
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
 _RELATIONSHIP_TYPE: TypeAdapter[str] = TypeAdapter(GraphTypeName)
+# Chunk rows of the hits kept between searches (services/graph/chunk_rows.py): about 0.8 KB each,
+# so 8 MB; the hits of a corpus's popular questions fit, and the leg stays within its memory.
+KEPT_CHUNK_ROWS = 10_000
 _CYPHER_OFF = (
     "CypherQuery is off: an operator turns it on with graph.cypher_enabled: true in the graph "
     "service's config (or TRIBRID_GRAPH__CYPHER_ENABLED=true)"
@@ -128,6 +132,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._versions = versions
         self._limits = limits
         self._pool = pool
+        self._rows = GenerationRows(pool, KEPT_CHUNK_ROWS)
         self._store = store
         self._named_types = sorted(set(named_entity_types))
         self._query_entities = query_entities
@@ -261,7 +266,14 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             if reading is None:  # called directly: the leg reads the question itself
                 reading = read(params.query, await self._profiles.get(params.corpus_id))
             found = await graph_search(
-                reader, self._pool, key, params, cfg, external, reading, bool(options.relationship_types)
+                reader,
+                self._rows.at(key),
+                key,
+                params,
+                cfg,
+                external,
+                reading,
+                bool(options.relationship_types),
             )
         if kinds.documents:
             walked = cfg.relationship_types if options.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
@@ -273,7 +285,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             recognized = await self._recognized(params.query)
             linked = await self._named_in(key, life, params.query)
             in_documents = await document_search(
-                reader, self._pool, key, params, documents, recognized, linked
+                reader, self._rows.at(key), key, params, documents, recognized, linked
             )
             found = merge_results(found, in_documents, params.top_k)
         return await self._response(
@@ -307,7 +319,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             )
         found = await expand_context(
             reader,
-            self._pool,
+            self._rows.at(key),
             request.corpus_id,
             key,
             chunk_ids,
@@ -327,7 +339,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         walked = cfg.relationship_types if request.relationship_types else DOCUMENT_RELATIONSHIP_TYPES
         settings = DocumentSettings.of(self._cfg, self._named_types, depth, walked)
         in_documents = await document_expansion(
-            reader, self._pool, request.corpus_id, key, chunk_ids, depth, top_k, settings
+            reader, self._rows.at(key), request.corpus_id, key, chunk_ids, depth, top_k, settings
         )
         found = merge_results(found, in_documents, top_k)
         response = await self._response(

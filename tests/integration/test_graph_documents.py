@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import grpc
 import pytest
 
+from services.graph.chunk_rows import FromPostgres
 from services.graph.documents import (
     DocumentSettings,
     document_expansion,
@@ -169,15 +170,16 @@ async def search(
 ) -> GraphResult:
     params = SearchParams(corpus_id, query, 20, None, ())
     key = graph_key(corpus_id, GENERATION)
-    return await document_search(reader, await stack.resources.pool(), key, params, cfg, recognized)
+    rows = FromPostgres(await stack.resources.pool())
+    return await document_search(reader, rows, key, params, cfg, recognized)
 
 
 async def expand(
     stack: Stack, reader: GraphView, corpus_id: str, chunk_ids: list[str], depth: int, cfg: DocumentSettings
 ) -> GraphResult:
     key = graph_key(corpus_id, GENERATION)
-    pool = await stack.resources.pool()
-    return await document_expansion(reader, pool, corpus_id, key, chunk_ids, depth, 20, cfg)
+    rows = FromPostgres(await stack.resources.pool())
+    return await document_expansion(reader, rows, corpus_id, key, chunk_ids, depth, 20, cfg)
 
 
 # --- seeds ----------------------------------------------------------------------------------------
