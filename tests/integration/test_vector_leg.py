@@ -283,6 +283,34 @@ async def test_the_indexers_start_gives_the_corpora_indexed_before_their_own_ind
     assert corpus_vector_index("synth-earlier") not in await indexes_of_chunks(pool)
 
 
+async def test_a_database_user_that_cannot_build_indexes_leaves_the_corpus_to_exact_scans(
+    stack: Stack, synth: tuple[list[Chunk], Vectors]
+) -> None:
+    chunks, vectors = synth
+    admin = await stack.resources.pool()
+    await admin.execute(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tribrid_writer') THEN"
+        " CREATE ROLE tribrid_writer LOGIN; END IF; END $$"
+    )
+    await admin.execute(
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO tribrid_writer"
+    )
+    await admin.execute(f"DROP INDEX IF EXISTS {corpus_vector_index(SYNTH)}")
+    writer = await asyncpg.create_pool(
+        stack.cfg.postgres.model_copy(update={"user": "tribrid_writer"}).effective_dsn(),
+        min_size=1,
+        max_size=1,
+    )
+    try:
+        assert not await index_corpus_vectors(writer, SYNTH, stack.cfg.vector)  # not the table's owner
+    finally:
+        await writer.close()
+    assert corpus_vector_index(SYNTH) not in await indexes_of_chunks(admin)
+    result = await vector_search(admin, scan(stack.cfg.vector), params(), vectors[42])
+    assert result.chunks[0].chunk.chunk_id == chunks[42].chunk_id  # answered, without its own index
+    assert await index_corpus_vectors(admin, SYNTH, stack.cfg.vector)  # as the other tests had it
+
+
 async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[Chunk], Vectors]) -> None:
     chunks, vectors = synth
     pool = await stack.resources.pool()

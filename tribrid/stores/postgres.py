@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -12,6 +13,8 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from tribrid.config import PostgresConfig, VectorConfig
+
+log = logging.getLogger(__name__)
 
 OPCLASS = {"cosine": "vector_cosine_ops", "l2": "vector_l2_ops", "inner_product": "vector_ip_ops"}
 
@@ -244,6 +247,16 @@ async def index_corpus_vectors(pool: asyncpg.Pool, corpus_id: str, vector: Vecto
             await conn.execute(sql)
     except (asyncpg.DuplicateTableError, asyncpg.UniqueViolationError):
         pass  # built meanwhile by another run or the indexer's start (IF NOT EXISTS looks first)
+    except asyncpg.InsufficientPrivilegeError as err:
+        # a database user that may write rows but not own the table: the corpus is then searched
+        # by an exact scan, slower but with the same answers; the run itself is not failed
+        log.warning(
+            "no HNSW index of its own for corpus %r: %s (the indexer's database user must own the"
+            " chunks table); it is searched by an exact scan",
+            corpus_id,
+            err,
+        )
+        return False
     return True
 
 
