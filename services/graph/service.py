@@ -76,9 +76,10 @@ from tribrid.text import PROSE_LANGUAGES
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
 _RELATIONSHIP_TYPE: TypeAdapter[str] = TypeAdapter(GraphTypeName)
-# Chunk rows of the hits kept between searches (services/graph/chunk_rows.py): about 0.8 KB each,
-# so 8 MB; the hits of a corpus's popular questions fit, and the leg stays within its memory.
-KEPT_CHUNK_ROWS = 10_000
+# Chunk rows of the hits kept between searches (services/graph/chunk_rows.py): 875 bytes each
+# (measured), so 3.5 MB, the top answers of a few hundred questions; the leg held 292 MB at 100k
+# chunks against a 300 MB target (docs/benchmarks.md).
+KEPT_CHUNK_ROWS = 4_000
 _CYPHER_OFF = (
     "CypherQuery is off: an operator turns it on with graph.cypher_enabled: true in the graph "
     "service's config (or TRIBRID_GRAPH__CYPHER_ENABLED=true)"
