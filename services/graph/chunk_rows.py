@@ -5,7 +5,6 @@ graph does not hold.
 committed chunks of a generation do not change until the next commit, which the leg sees as a new
 graph key. Reading them on every search was a PostgreSQL round trip per answer (a tenth of the
 graph leg's CPU under load on the 10k-chunk bench corpus, and PostgreSQL's own share).
-`FromPostgres` reads every time: the entity API, which is not on the hot path, and tests.
 """
 
 from __future__ import annotations
@@ -26,14 +25,6 @@ class ChunkSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class FromPostgres:
-    pool: asyncpg.Pool
-
-    async def fetch(self, corpus_id: str, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
-        return await fetch_chunks(self.pool, corpus_id, chunk_ids)
-
-
 class GenerationRows:
     """Chunk rows kept by (graph key, chunk id), the least recently read dropped past `max_rows`;
     a chunk that has no committed row is kept as such too."""
@@ -51,13 +42,13 @@ class GenerationRows:
         found: dict[str, ChunkRow] = {}
         missing: list[str] = []
         for chunk_id in chunk_ids:
-            kept = self._rows.get((key, chunk_id), _UNREAD)
-            if kept is _UNREAD:
+            kept = (key, chunk_id)
+            if kept not in self._rows:
                 missing.append(chunk_id)
                 continue
-            self._rows.move_to_end((key, chunk_id))
-            if kept is not None:
-                found[chunk_id] = kept  # type: ignore[assignment]
+            self._rows.move_to_end(kept)
+            if (row := self._rows[kept]) is not None:
+                found[chunk_id] = row
         if missing:
             read = await fetch_chunks(self._pool, corpus_id, missing)
             for chunk_id in missing:
@@ -66,9 +57,6 @@ class GenerationRows:
             while len(self._rows) > self._max_rows:
                 self._rows.popitem(last=False)
         return found
-
-
-_UNREAD = object()
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,8 +98,8 @@ log = logging.getLogger(__name__)
 #  12: documentation MENTIONS the definitions its Sphinx autodoc directives name, and a form a
 #      public definition shares only with private ones names the public one (code_mentions);
 #      known entities are linked by their names without punctuation too ("Mme Bonacieux").
-#  13: documentation MENTIONS a function by its keyword parameters (`multiple=True`), the methods
-#      of an autodoc class directive with `:members:`, and autodoc's variables (code_mentions).
+#  13: documentation MENTIONS a function by its keyword parameters (`multiple=True`), and the
+#      variables autodoc's `.. autodata::` names (code_mentions).
 INDEX_FORMAT = 13
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import grpc
 import pytest
 
-from services.graph.chunk_rows import FromPostgres
+from services.graph.chunk_rows import GenerationRows
 from services.graph.documents import (
     DocumentSettings,
     document_expansion,
@@ -170,7 +170,7 @@ async def search(
 ) -> GraphResult:
     params = SearchParams(corpus_id, query, 20, None, ())
     key = graph_key(corpus_id, GENERATION)
-    rows = FromPostgres(await stack.resources.pool())
+    rows = GenerationRows(await stack.resources.pool(), 100).at(key)
     return await document_search(reader, rows, key, params, cfg, recognized)
 
 
@@ -178,7 +178,7 @@ async def expand(
     stack: Stack, reader: GraphView, corpus_id: str, chunk_ids: list[str], depth: int, cfg: DocumentSettings
 ) -> GraphResult:
     key = graph_key(corpus_id, GENERATION)
-    rows = FromPostgres(await stack.resources.pool())
+    rows = GenerationRows(await stack.resources.pool(), 100).at(key)
     return await document_expansion(reader, rows, corpus_id, key, chunk_ids, depth, 20, cfg)
 
 

@@ -204,7 +204,6 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
     ]
 
 
-CORPUS_INDEX_PREFIX = "chunks_embedding_"
 _CORPUS_INDEX_SQL = (
     "CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw (embedding {opclass})"
     " WITH (m = {m}, ef_construction = {efc}) WHERE corpus_id = {corpus}"
@@ -217,7 +216,7 @@ def corpus_vector_index(corpus_id: str) -> str:
     PostgreSQL's CPU per query on a 10k-chunk corpus among 49k rows, 1-4 ms in its own index, and
     more of the true nearest rows found. A hash keeps the name within PostgreSQL's 63 bytes,
     whatever the corpus id."""
-    return CORPUS_INDEX_PREFIX + hashlib.md5(corpus_id.encode()).hexdigest()[:16]
+    return "chunks_embedding_" + hashlib.md5(corpus_id.encode()).hexdigest()[:16]
 
 
 def literal(text: str) -> str:
