@@ -7,6 +7,7 @@ Every call reads the corpus's current index generation and works on that generat
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -27,6 +28,7 @@ from services.graph.documents import (
 )
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
+from services.graph.recent_graphs import RecentGraphs
 from services.graph.search import GraphResult, expand_context, graph_search
 from services.graph.snapshot import GraphSnapshot
 from tribrid.config import (
@@ -75,6 +77,8 @@ from tribrid.stores.postgres import graph_version
 from tribrid.text import PROSE_LANGUAGES
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
+log = logging.getLogger(__name__)
+
 _RELATIONSHIP_TYPE: TypeAdapter[str] = TypeAdapter(GraphTypeName)
 # Chunk rows of the hits kept between searches (services/graph/chunk_rows.py): 875 bytes each
 # (measured), so 3.5 MB, the top answers of a few hundred questions; the leg held 292 MB at 100k
@@ -84,6 +88,14 @@ _CYPHER_OFF = (
     "CypherQuery is off: an operator turns it on with graph.cypher_enabled: true in the graph "
     "service's config (or TRIBRID_GRAPH__CYPHER_ENABLED=true)"
 )
+
+
+class WarmedUp(NamedTuple):
+    """What a start loaded before the first request: the question NER, and the corpora whose
+    graphs were used last (their snapshots and what a search reads beside them)."""
+
+    recognizer: bool
+    graphs: list[str]
 
 
 class GraphKinds(NamedTuple):
@@ -148,6 +160,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._types: PerGraph[entities.GraphTypes] = PerGraph(cfg.snapshot_max_graphs)
         # The names and aliases of a graph's named entities, to find them in questions in any script.
         self._linkers: PerGraph[EntityLinker] = PerGraph(cfg.snapshot_max_graphs)
+        self._recent = RecentGraphs(pool)
 
     async def _graph(self, corpus_id: str) -> tuple[str, str]:
         """The committed graph's key, and the life of its corpus (`graph_version`)."""
@@ -158,6 +171,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             version = await graph_version(self._pool, corpus_id)
         if version is None:
             raise not_found(f"corpus {corpus_id!r} not found: index it first")
+        self._recent.used(corpus_id)
         return graph_key(corpus_id, version[0]), version[1]
 
     async def _key(self, corpus_id: str) -> str:
@@ -213,10 +227,17 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             return []
         return list(await asyncio.to_thread(self._query_entities, query))
 
-    async def warm_up(self) -> bool:
-        """Load the question NER's pipeline now when any corpus holds documents (whose questions
-        it reads), so the first question after a start does not wait for it: it took 1.7 s of a
-        2 s leg deadline here. A code-only deployment never loads it. True when it loaded."""
+    async def warm_up(self) -> WarmedUp:
+        """Load now what the first questions after a start would wait for."""
+        recognizer = await self._warm_recognizer()
+        recent = await self._recent.latest(self._cfg.snapshot_max_graphs)
+        graphs = [corpus_id for corpus_id in recent if await self._warm_graph(corpus_id)]
+        return WarmedUp(recognizer, graphs)
+
+    async def _warm_recognizer(self) -> bool:
+        """Load the question NER's pipeline when any corpus holds documents (whose questions it
+        reads): it took 1.7 s of a 2 s leg deadline here. A code-only deployment never loads it.
+        True when it loaded."""
         if self._query_entities is None:
             return False
         documents = await self._pool.fetchval(
@@ -225,6 +246,23 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         if not documents:
             return False
         await asyncio.to_thread(self._query_entities, "warm up")
+        return True
+
+    async def _warm_graph(self, corpus_id: str) -> bool:
+        """Load a corpus's graph snapshot and what searches read beside it. False when the corpus
+        is gone or its load failed (a search loads it again)."""
+        try:
+            key, life = await self._graph(corpus_id)
+            await self._snapshots.get(key, life, lambda: self._load_snapshot(key))
+            kinds = await self._graph_kinds(key, life)
+            if kinds.documents:
+                await self._graph_types(key, life)
+                await self._named_in(key, life, "")
+        except RequestError:
+            return False  # deleted since its last use
+        except Exception as err:  # a start goes on; a search loads it again
+            log.warning("warm-up of corpus %r's graph failed: %r", corpus_id, err)
+            return False
         return True
 
     async def _resolve(self, key: str, life: str, ref: graph_pb2.EntityRef, what: str) -> Entity:

@@ -470,9 +470,9 @@ async def test_the_question_recognizer_is_loaded_at_start_when_documents_are_ind
 
     pool, store = await stack.resources.pool(), stack.resources.graph()
     servicer = GraphServicer(config.graph, config.limits, pool, store, query_entities=recognize)
-    assert await servicer.warm_up() is True
+    assert (await servicer.warm_up()).recognizer is True
     assert asked == ["warm up"]
-    assert await GraphServicer(config.graph, config.limits, pool, store).warm_up() is False
+    assert (await GraphServicer(config.graph, config.limits, pool, store).warm_up()).recognizer is False
 
 
 async def test_mixed_corpus_code_answers_unchanged(stack: Stack) -> None:

@@ -201,6 +201,15 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
         # each row written to it cost a second HNSW insert (a full re-index of 10k chunks with
         # their vectors reused: 26 s with one index, 33-41 s with both).
         "DROP INDEX IF EXISTS chunks_embedding",
+        # When a graph leg last used a corpus's graph (services/graph/recent_graphs.py): a leg
+        # that starts loads these graphs before their first search. Not a column of corpora,
+        # whose every change tells each service to drop what it read of the corpus.
+        """
+        CREATE TABLE graph_uses (
+            corpus_id text PRIMARY KEY REFERENCES corpora (corpus_id) ON DELETE CASCADE,
+            used_at timestamptz NOT NULL
+        );
+        """,
     ]
 
 
