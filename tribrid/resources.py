@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 class Resources:
     """Lazily opened shared clients; closed once when the process stops."""
 
-    def __init__(self, cfg: TriBridConfig) -> None:
+    def __init__(self, cfg: TriBridConfig, hosted: tuple[str, ...] = ()) -> None:
+        """`hosted`: the services this process runs, when known (a service alone in its process
+        may load its libraries in ways that would disturb the others)."""
         self.cfg = cfg
+        self.hosted = hosted
         self._pools: dict[tuple[tuple[tuple[str, str], ...], bool], asyncpg.Pool] = {}
         self._graph: GraphStore | None = None
 

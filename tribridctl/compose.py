@@ -77,7 +77,7 @@ def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningSe
 
 
 async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
-    res = Resources(cfg)
+    res = Resources(cfg, hosted=names)
     try:
         telemetry.start_metrics_server(cfg.telemetry, cfg.auth)
         running = await start_services(cfg, names, res)

@@ -230,8 +230,11 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def warm_up(self) -> WarmedUp:
         """Load now what the first questions after a start would wait for."""
         recognizer = await self._warm_recognizer()
+        started = time.perf_counter()
         recent = await self._recent.latest(self._cfg.snapshot_max_graphs)
         graphs = [corpus_id for corpus_id in recent if await self._warm_graph(corpus_id)]
+        took_s = round(time.perf_counter() - started, 2)
+        log.info("warmed up", extra={"recognizer": recognizer, "graphs": graphs, "took_s": took_s})
         return WarmedUp(recognizer, graphs)
 
     async def _warm_recognizer(self) -> bool:
@@ -576,7 +579,10 @@ async def build(res: Resources) -> ServiceSpec:
         pool,
         res.graph(),
         named_entity_types=res.cfg.entities.types.values(),
-        query_entities=query_recognizer(EntityRecognizer(res.cfg.entities))
+        query_entities=query_recognizer(
+            # torch hidden from spaCy's import only where no other service could import it meanwhile
+            EntityRecognizer(res.cfg.entities, without_torch=res.hosted == ("graph",))
+        )
         if res.cfg.entities.enabled
         else None,
         versions=versions,
