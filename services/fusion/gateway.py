@@ -807,10 +807,14 @@ class Gateway:
         first_seen = first_seen if first_seen is not None else _first_seen(answered, extra)
         lists = [(leg, leg, o.matches) for leg, o in answered.items()]
         lists += [(ranked.key, ranked.leg, ranked.matches) for ranked in extra]
+        # each list's detail of the chunks shown only: reading every candidate's explain from its
+        # message cost more than the rest of this conversion
+        shown = {item.item_id for item in fused}
         details: dict[tuple[str, str], str] = {}
         for key, _leg, ranked_matches in lists:
             for m in ranked_matches:
-                details.setdefault((key, m.chunk_id), m.explain[0].detail if m.explain else "")
+                if m.chunk_id in shown and (key, m.chunk_id) not in details:
+                    details[(key, m.chunk_id)] = m.explain[0].detail if m.explain else ""
         extra_by_key = {ranked.key: ranked for ranked in extra}
         order = [leg for leg in LEG_NAMES if leg in answered] + list(extra_by_key)
         matches = []
