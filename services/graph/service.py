@@ -162,8 +162,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._linkers: PerGraph[EntityLinker] = PerGraph(cfg.snapshot_max_graphs)
         self._recent = RecentGraphs(pool)
 
-    async def _graph(self, corpus_id: str) -> tuple[str, str]:
-        """The committed graph's key, and the life of its corpus (`graph_version`)."""
+    async def _graph(self, corpus_id: str, *, used: bool = True) -> tuple[str, str]:
+        """The committed graph's key, and the life of its corpus (`graph_version`); `used`: a
+        request's use, noted for the next start's warm-up (a warm-up itself is none)."""
         validate_corpus_id(corpus_id)
         if self._versions is not None:
             version = await self._versions.get(corpus_id)
@@ -171,7 +172,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             version = await graph_version(self._pool, corpus_id)
         if version is None:
             raise not_found(f"corpus {corpus_id!r} not found: index it first")
-        self._recent.used(corpus_id)
+        if used:
+            self._recent.used(corpus_id)
         return graph_key(corpus_id, version[0]), version[1]
 
     async def _key(self, corpus_id: str) -> str:
@@ -237,6 +239,12 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         log.info("warmed up", extra={"recognizer": recognizer, "graphs": graphs, "took_s": took_s})
         return WarmedUp(recognizer, graphs)
 
+    async def close(self) -> None:
+        """What a stopping service finishes: the uses being written, and the corpus listener."""
+        await self._recent.drain()
+        if self._versions is not None:
+            await self._versions.close()
+
     async def _warm_recognizer(self) -> bool:
         """Load the question NER's pipeline when any corpus holds documents (whose questions it
         reads): it took 1.7 s of a 2 s leg deadline here. A code-only deployment never loads it.
@@ -255,7 +263,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         """Load a corpus's graph snapshot and what searches read beside it. False when the corpus
         is gone or its load failed (a search loads it again)."""
         try:
-            key, life = await self._graph(corpus_id)
+            key, life = await self._graph(corpus_id, used=False)
             await self._snapshots.get(key, life, lambda: self._load_snapshot(key))
             kinds = await self._graph_kinds(key, life)
             if kinds.documents:
@@ -590,6 +598,6 @@ async def build(res: Resources) -> ServiceSpec:
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,
         register=lambda server: graph_pb2_grpc.add_GraphSearchServicer_to_server(servicer, server),
-        on_stop=versions.close,
+        on_stop=servicer.close,
         warm_up=servicer.warm_up,  # after the start: a killed leg is back within its 2 s
     )

@@ -61,14 +61,19 @@ async def test_a_started_leg_answers_a_graph_used_before_from_memory(
         cold = GraphServicer(config.graph, config.limits, pool, cast(GraphStore, cold_store))
         cold_answer = await cold.Search(request, None)  # type: ignore[arg-type]  # no context needed
         assert "find_seeds" in cold_store.calls  # the snapshot was still loading: the store answered
+        await cold.close()  # its use is written
         writes = RecentGraphs(pool, write_every_s=0)
         writes.used(corpus_id)
         await writes.drain()
 
         warm_store = CountingStore(stack.resources.graph())
         warm = GraphServicer(config.graph, config.limits, pool, cast(GraphStore, warm_store))
+        used_at = "SELECT used_at FROM graph_uses WHERE corpus_id = $1"
+        before = await pool.fetchval(used_at, corpus_id)
         warmed = await warm.warm_up()
         assert corpus_id in warmed.graphs
+        # loading is no use: a graph nobody searches again leaves the warm-up as others are used
+        assert await pool.fetchval(used_at, corpus_id) == before
         warm_store.calls.clear()
         warm_answer = await warm.Search(request, None)  # type: ignore[arg-type]
         assert not {"find_seeds", "relations_of"} & set(warm_store.calls), warm_store.calls
