@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.load import variant
+from bench.load import half_first_sight, respellable
 from bench.report import write_report
 from bench.server_cpu import cpu_seconds, server_roots
 from evaluation import REPO_ROOT
@@ -160,13 +160,15 @@ async def run_load(
     replies: list[Any] = []
     errors = 0
     counter = iter(range(requests))
+    respelled = respellable(QUERIES)
 
     async def worker() -> None:
         nonlocal errors
         for i in counter:
-            query = QUERIES[i % len(QUERIES)]
-            if first_sight_from is not None and i % 2 == 0:
-                query = variant(query, first_sight_from + i)
+            if first_sight_from is None:
+                query = QUERIES[i % len(QUERIES)]
+            else:
+                query = half_first_sight(QUERIES, respelled, i, first_sight_from)
             started = time.perf_counter()
             try:
                 replies.append(await call(query))

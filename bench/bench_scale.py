@@ -53,7 +53,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench.bench_quick import pct, questions
-from bench.load import variant
+from bench.load import half_first_sight, respellable
 from bench.procstack import SERVICE_NAMES, ProcessStack, stack_config, vm_hwm_mb
 from bench.report import write_report
 from bench.server_cpu import cpu_seconds
@@ -278,13 +278,14 @@ async def run_phase(
     latencies: list[float] = []
     leg_ms: dict[str, list[float]] = {}
     counter = iter(range(10**9))
+    respelled = respellable(mix)
     task = progress.add_task(f"{phase.what} x{phase.concurrency}", total=seconds)
     stop_at = time.perf_counter() + seconds
 
     async def worker() -> None:
         while time.perf_counter() < stop_at:
             i = next(counter)
-            query = variant(mix[i % len(mix)], fresh + i) if i % 2 == 0 else mix[i % len(mix)]
+            query = half_first_sight(mix, respelled, i, fresh)
             started = time.perf_counter()
             try:
                 reply = await ask(query)
