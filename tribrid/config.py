@@ -184,6 +184,12 @@ class VectorConfig(_Section):
     # do not stay in cache), but its vector moves (cosine 0.994 to the full one's): the vector
     # leg's top 3 differs on 38 % of the eval questions, fused nDCG@10 by -0.011..+0.006.
     query_model: Literal["full", "int8"] = "full"
+    # Threads of the local model for questions (`embedding.num_threads` stays the indexer's). One
+    # question on one thread costs 30-40 % less CPU than on two (3.9-5.2 against 5.9-6.8 ms here,
+    # and 1.7-1.9 against 2.4-3.2 ms each in batches of 8), for 0.2-1.4 ms more wall time when it
+    # is alone; the vectors are the same to the bit. In fused answers on the 10k bench corpus, half
+    # first sights: the vector process's CPU over the others' 0.313 -> 0.287 (c8), 0.326 -> 0.305 (c1).
+    query_threads: int = Field(1, ge=1, le=256)
 
     @model_validator(mode="after")
     def _ef_search_within_max(self) -> VectorConfig:

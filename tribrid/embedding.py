@@ -254,14 +254,14 @@ class QueryEmbeddingCache:
         return vector
 
 
-_shared: dict[tuple[str, str, str, bool], Embedder] = {}
+_shared: dict[tuple[str, str, str, bool, int], Embedder] = {}
 
 
 def get_embedder(cfg: EmbeddingConfig, quantized: bool = False) -> Embedder:
-    """One embedder per process and model (the local model is large and slow to load).
+    """One embedder per process, model and thread count (the local model is large and slow to load).
     `quantized`: the int8 copy of the local ONNX model (`vector.query_model`), for questions."""
     quantized = quantized and cfg.provider == "local" and cfg.runtime == "onnx"
-    key = (cfg.provider, cfg.runtime, cfg.model_path or cfg.openai_model, quantized)
+    key = (cfg.provider, cfg.runtime, cfg.model_path or cfg.openai_model, quantized, cfg.num_threads)
     if key not in _shared and cfg.provider == "bench-random":
         # config validation let it through only inside the bench (TRIBRID_BENCH=1)
         from tribrid.bench_embedding import BenchRandomEmbedder

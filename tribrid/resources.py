@@ -55,12 +55,16 @@ class Resources:
             self._graph = telemetry.traced_graph_store(store, self.cfg.graph_store.backend)
         return self._graph
 
-    def embedder(self, quantized: bool = False) -> Embedder:
-        """`quantized`: the int8 copy of the local model, for the vector leg's questions."""
+    def embedder(self, quantized: bool = False, threads: int | None = None) -> Embedder:
+        """`quantized`: the int8 copy of the local model, for the vector leg's questions; `threads`:
+        the model's threads in place of `embedding.num_threads` (the vector leg's `query_threads`)."""
         # imported here: the legs without a model start without httpx and the embedding clients
         from tribrid.embedding import get_embedder
 
-        return get_embedder(self.cfg.embedding, quantized)
+        cfg = self.cfg.embedding
+        if threads is not None:
+            cfg = cfg.model_copy(update={"num_threads": threads})
+        return get_embedder(cfg, quantized)
 
     async def close(self) -> None:
         for pool in self._pools.values():

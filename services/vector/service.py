@@ -111,7 +111,8 @@ async def build(res: Resources) -> ServiceSpec:
     cfg = res.cfg
     settings = session_settings(cfg.vector)
     pool = await res.pool(settings, search=True)
-    embedder = await asyncio.to_thread(res.embedder, cfg.vector.query_model == "int8")
+    int8 = cfg.vector.query_model == "int8"
+    embedder = await asyncio.to_thread(res.embedder, int8, cfg.vector.query_threads)
     servicer = VectorServicer(
         cfg.vector,
         cfg.limits,

@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from evaluation import REPO_ROOT
+from tribrid import embedding
 from tribrid.config import EmbeddingConfig, TriBridConfig
 from tribrid.embedding import LocalEmbedder, Vectors
 from tribrid.onnx_embedding import (
@@ -24,6 +25,7 @@ from tribrid.onnx_embedding import (
     quantize_model,
     quantized_path,
 )
+from tribrid.resources import Resources
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -169,3 +171,21 @@ def test_int8_questions_need_the_local_onnx_model(embedding: dict[str, str]) -> 
     assert TriBridConfig(vector={"query_model": "int8"}).vector.query_model == "int8"
     with pytest.raises(ValidationError, match=r"vector.query_model = 'int8' .* embedding.provider = 'local'"):
         TriBridConfig(vector={"query_model": "int8"}, embedding=embedding)
+
+
+def test_the_vector_legs_question_threads_give_the_same_vectors(
+    exported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vector.query_threads` runs questions on their own thread count (the indexer keeps
+    `embedding.num_threads`): a separate model in the process, the same vectors to the bit."""
+    monkeypatch.setattr(embedding, "_shared", {})  # the process's models, made afresh here
+    embedding_cfg = {"runtime": "onnx", "num_threads": 2, "onnx_path": str(exported)}
+    cfg = TriBridConfig.model_validate({"embedding": embedding_cfg, "vector": {"query_threads": 1}})
+    resources = Resources(cfg)
+    questions, passages = resources.embedder(threads=cfg.vector.query_threads), resources.embedder()
+    assert isinstance(questions, OnnxEmbedder) and isinstance(passages, OnnxEmbedder)
+    assert questions is not passages
+    assert questions._session.get_session_options().intra_op_num_threads == 1
+    assert passages._session.get_session_options().intra_op_num_threads == 2
+    texts = ["how do I read a file line by line", "Context.invoke with keyword arguments"]
+    assert np.array_equal(questions.embed_sync(texts), passages.embed_sync(texts))
