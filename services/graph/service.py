@@ -212,15 +212,19 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         """The named entities whose name or alias the question holds (entity ids, most often named
         first, then id): the same matching as the indexer's linking of chunks, so a Chinese
         question finds 恰斯卡 where word lookups find nothing."""
+        found = (await self._linker(key, life)).mentions(query)
+        return sorted(found, key=lambda entity_id: (-found[entity_id], entity_id))
+
+    async def _linker(self, key: str, life: str) -> EntityLinker:
+        """The names and aliases of the graph's named entities, matched in any script (read once
+        per graph)."""
 
         async def load() -> EntityLinker:
             free = await self._store.entities_in_files(key, [""])
             known = [KnownEntity(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
             return await asyncio.to_thread(EntityLinker, known)
 
-        linker = await self._linkers.get(key, life, load)
-        found = linker.mentions(query)
-        return sorted(found, key=lambda entity_id: (-found[entity_id], entity_id))
+        return await self._linkers.get(key, life, load)
 
     async def _recognized(self, query: str) -> list[str]:
         """The entity names NER finds in a question (the model loads on first use, off the loop,
@@ -268,7 +272,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             kinds = await self._graph_kinds(key, life)
             if kinds.documents:
                 await self._graph_types(key, life)
-                await self._named_in(key, life, "")
+                await self._linker(key, life)
         except RequestError:
             return False  # deleted since its last use
         except Exception as err:  # a start goes on; a search loads it again
