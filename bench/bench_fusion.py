@@ -41,7 +41,7 @@ from rich.table import Table
 
 from bench.load import half_first_sight, respellable
 from bench.report import write_report
-from bench.server_cpu import cpu_by_process, server_roots
+from bench.server_cpu import cpu_by_process, server_roots, statement_costs, statement_costs_note
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
 from tribrid.config import TriBridConfig, load_config
@@ -313,6 +313,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "server_cpu_ms_by_process": dict(sorted(cpu_ms.items(), key=lambda kv: -kv[1])),
                 "reply_bytes_mean": sum(r.ByteSize() for r in replies) / max(len(replies), 1),
             }
+            result["postgresql_statement_costs"] = await statement_costs(cfg)
             result["gateway_overhead"] = {"p50_ms": pct(overhead, 50), "p99_ms": pct(overhead, 99)}
             result["legs_in_gateway_p50_ms"] = {
                 leg.name: pct(
@@ -387,6 +388,8 @@ def show(result: dict[str, Any]) -> None:
         "(services + PostgreSQL + FalkorDB; the load client excluded); by process: "
         + ", ".join(f"{k} {v:.2f}" for k, v in fused["server_cpu_ms_by_process"].items() if v >= 0.01)
     )
+    if note := statement_costs_note(result.get("postgresql_statement_costs", [])):
+        console.print(f"[yellow]{note}[/]")
     console.print(
         f"partial fused answers under load: {fused['partial']}; legs inside the gateway p50 ms: "
         + ", ".join(f"{k} {v:.1f}" for k, v in result["legs_in_gateway_p50_ms"].items())

@@ -47,7 +47,7 @@ from bench.bench_fusion import ensure_indexed
 from bench.click_corpus import default_root
 from bench.load import half_first_sight, respellable
 from bench.report import write_report
-from bench.server_cpu import cpu_by_process, server_roots
+from bench.server_cpu import cpu_by_process, server_roots, statement_costs, statement_costs_note
 from evaluation import REPO_ROOT
 from tribrid.config import TriBridConfig, load_config
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
@@ -259,6 +259,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "bridge_overhead_each_round_ms": overheads,
         "reference_ms": statistics.median(references),
         "reference_each_round_ms": references,
+        "postgresql_statement_costs": await statement_costs(cfg),
         "each_round": [[asdict(p) for p in measured] for measured in rounds],
     }
 
@@ -340,6 +341,8 @@ def table_lines(result: dict[str, Any]) -> list[str]:
             f"The machine's speed then: {result['reference_ms']:.0f} ms of CPU for bench-quick's"
             " reference loop (`reference_ms`; fewer is faster): compare CPU per answer over it between runs."
         )
+    if note := statement_costs_note(result.get("postgresql_statement_costs", [])):
+        lines.append(f"{note}.")
     return lines
 
 
@@ -377,6 +380,8 @@ def show(result: dict[str, Any]) -> None:
         f"machine reference: {result['reference_ms']:.0f} ms CPU for the reference loop"
         f" (each round: {', '.join(f'{ms:.0f}' for ms in result['reference_each_round_ms'])})"
     )
+    if note := statement_costs_note(result.get("postgresql_statement_costs", [])):
+        console.print(f"[yellow]{note}[/]")
     for p in result["phases"]:  # one line each, to paste into a closing note
         console.print(
             f"bench-quick {p['transport']} c={p['concurrency']}: {p['answers_per_s']:.1f} answers/s,"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import asyncpg
+
 from tribrid.config import TriBridConfig
 from tribrid.stores import embedded
 
@@ -56,6 +58,43 @@ def cpu_by_process(roots: list[int]) -> dict[str, float]:
         totals[kind] = totals.get(kind, 0.0) + stats[pid][1]
         todo.extend((child, kind) for child in children.get(pid, []))
     return totals
+
+
+# PostgreSQL settings that add work to every statement, as (setting, values that do not): a dev
+# server left logging every statement (2026-12-02) cost 0.35-0.45 ms of its CPU per fused answer.
+_STATEMENT_COSTS = {
+    "log_statement": ("none",),
+    "log_min_duration_statement": ("-1",),
+    "log_duration": ("off",),
+}
+
+
+async def statement_costs(cfg: TriBridConfig) -> list[str]:
+    """The PostgreSQL settings that make every statement cost more than serving it does (statement
+    logging), as "name=value": a benchmark names them next to its CPU figures."""
+    conn = await asyncpg.connect(cfg.postgres.effective_dsn(), timeout=10)
+    try:
+        rows = await conn.fetch(
+            "SELECT name, setting FROM pg_settings WHERE name = ANY($1::text[]) ORDER BY name",
+            list(_STATEMENT_COSTS),
+        )
+    finally:
+        await conn.close()
+    return [
+        f"{row['name']}={row['setting']}"
+        for row in rows
+        if row["setting"] not in _STATEMENT_COSTS[row["name"]]
+    ]
+
+
+def statement_costs_note(costs: list[str]) -> str:
+    """A warning line for a benchmark's output, empty when nothing adds to a statement's cost."""
+    if not costs:
+        return ""
+    return (
+        f"PostgreSQL is set to {', '.join(costs)}: its CPU figures include that work"
+        " (ALTER SYSTEM RESET each, then SELECT pg_reload_conf())"
+    )
 
 
 def service_of(pid: int) -> str | None:
