@@ -49,11 +49,16 @@ class Resources:
         return self._pools[key]
 
     def graph(self) -> GraphStore:
+        """The graph store the process shares."""
         if self._graph is None:
-            # every graph-store call gets a database span (a no-op when tracing is off)
-            store = open_graph_store(self.cfg.graph_store)
-            self._graph = telemetry.traced_graph_store(store, self.cfg.graph_store.backend)
+            self._graph = self.open_graph_store()
         return self._graph
+
+    def open_graph_store(self) -> GraphStore:
+        """A graph store of its own (the caller closes it), for work on another thread's loop."""
+        # every graph-store call gets a database span (a no-op when tracing is off)
+        store = open_graph_store(self.cfg.graph_store)
+        return telemetry.traced_graph_store(store, self.cfg.graph_store.backend)
 
     def embedder(self, quantized: bool = False, threads: int | None = None) -> Embedder:
         """`quantized`: the int8 copy of the local model, for the vector leg's questions; `threads`:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 
@@ -14,6 +15,7 @@ from tribrid.server import (
     ServiceSpec,
     Stoppable,
     freeze_long_lived_objects,
+    freeze_when_warm,
     serve_until_signal,
     start_server,
 )
@@ -78,6 +80,7 @@ def _with_leg_addresses(cfg: TriBridConfig, running: dict[ServiceName, RunningSe
 
 async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
     res = Resources(cfg, hosted=names)
+    warm: asyncio.Task[None] | None = None
     try:
         telemetry.start_metrics_server(cfg.telemetry, cfg.auth)
         running = await start_services(cfg, names, res)
@@ -95,9 +98,12 @@ async def run(cfg: TriBridConfig, names: tuple[ServiceName, ...]) -> None:
         if unguarded:  # fine on loopback (make up / make demo); not where others reach the ports
             log.warning("serving %s: for loopback use only", " and ".join(unguarded))
         freeze_long_lived_objects()  # the model, grammars, protobuf classes
+        warm = asyncio.create_task(freeze_when_warm(running.values()), name="freeze when warm")
         log.info("ready", extra={"ports": {n: s.port for n, s in servers.items()}})
         await serve_until_signal(
             list(servers.values()), cfg.services.shutdown_grace_s, cfg.services.drain_delay_s
         )
     finally:
+        if warm is not None:
+            warm.cancel()
         await res.close()

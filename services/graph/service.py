@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 import asyncpg
@@ -31,6 +31,7 @@ from services.graph.per_graph import PerGraph
 from services.graph.recent_graphs import RecentGraphs
 from services.graph.search import GraphResult, expand_context, graph_search
 from services.graph.snapshot import GraphSnapshot
+from services.graph.snapshot_loader import load_apart
 from tribrid.config import (
     CODE_ENTITY_TYPES,
     DOCUMENT_RELATIONSHIP_TYPES,
@@ -136,12 +137,15 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         named_entity_types: Iterable[str] = (),
         query_entities: QueryEntities | None = None,
         versions: CorpusVersions | None = None,
+        open_store: Callable[[], GraphStore] | None = None,
     ) -> None:
         """`named_entity_types`: what a document search seeds on (the values of the config's
         entities.types); `query_entities`: NER on a question (names), or None to look up its
         words only; `versions`: the corpora's committed generations as kept between changes, or
-        None to read them on every request."""
+        None to read them on every request; `open_store`: a new store, for each snapshot load in
+        a thread of its own (snapshot_loader), or None to load on `store` on this loop."""
         self._cfg = cfg
+        self._open_store = open_store
         self._versions = versions
         self._limits = limits
         self._pool = pool
@@ -191,7 +195,10 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         limit = self._cfg.snapshot_max_entities
         if limit == 0 or (await self._store.counts(key))["entities"] > limit:
             return None
-        return await GraphSnapshot.load(self._store, key, fulltext_cache_terms=self._cfg.fulltext_cache_terms)
+        cache_terms = self._cfg.fulltext_cache_terms
+        if self._open_store is not None:
+            return await load_apart(self._open_store, key, self._store, cache_terms)
+        return await GraphSnapshot.load(self._store, key, fulltext_cache_terms=cache_terms)
 
     async def _graph_kinds(self, key: str, life: str) -> GraphKinds:
         async def load() -> GraphKinds:
@@ -598,6 +605,7 @@ async def build(res: Resources) -> ServiceSpec:
         if res.cfg.entities.enabled
         else None,
         versions=versions,
+        open_store=res.open_graph_store,
     )
     return ServiceSpec(
         full_name=graph_pb2.DESCRIPTOR.services_by_name["GraphSearch"].full_name,

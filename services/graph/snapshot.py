@@ -300,9 +300,16 @@ class GraphSnapshot(GraphView):
         self._walks: LRUCache[tuple[tuple[str, ...], Direction], _Walk] = LRUCache(maxsize=_MAX_WALKS)
 
     @classmethod
-    async def load(cls, store: GraphStore, key: str, *, fulltext_cache_terms: int = 0) -> GraphSnapshot:
-        """Read the graph stored under `key`; fulltext questions go on to `store`, and the answers
-        for up to `fulltext_cache_terms` terms are kept."""
+    async def load(
+        cls,
+        store: GraphStore,
+        key: str,
+        *,
+        fulltext: GraphStore | None = None,
+        fulltext_cache_terms: int = 0,
+    ) -> GraphSnapshot:
+        """Read the graph stored under `key`; fulltext questions go on to `fulltext` (default:
+        `store`), and the answers for up to `fulltext_cache_terms` terms are kept."""
         ids = sorted(set(await store.entity_ids(key)))
         graph = _Graph(ids)
         # a batch at a time: a whole graph's replies at once were the graph leg's peak memory
@@ -318,7 +325,7 @@ class GraphSnapshot(GraphView):
         return cls(
             key,
             graph,
-            fulltext=store,
+            fulltext=store if fulltext is None else fulltext,
             fulltext_cache_terms=fulltext_cache_terms,
         )
 

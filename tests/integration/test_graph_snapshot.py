@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 
 from services.graph.snapshot import GraphSnapshot
+from services.graph.snapshot_loader import load_apart
 from tests.integration.test_graphstore import (
     ALL_ENTITY_TYPES,
     ALL_REL_TYPES,
@@ -267,3 +271,68 @@ async def test_inferred_edges_keep_their_confidence_in_the_store_and_the_snapsho
         assert await store.inferred_edges(key, []) == {}
     finally:
         await store.delete_corpus(key)
+
+
+class _ThreadNoting:
+    """A store that notes the thread of each call, and whether it was closed."""
+
+    def __init__(self, inner: GraphStore) -> None:
+        self._inner = inner
+        self.threads: set[int] = set()
+        self.closed = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            self.threads.add(threading.get_ident())
+            if name == "close":
+                self.closed = True
+            return await attr(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_snapshot_loaded_apart_reads_its_own_store_off_the_loop_and_answers_the_same(
+    backend: str, config: TriBridConfig
+) -> None:
+    cfg = backend_config(config.graph_store, backend)
+    store = open_graph_store(cfg)
+    corpus_id = new_corpus_id()
+    key = graph_key(corpus_id, 1)
+    entities, relations = random_graph(corpus_id, seed=17)
+    await store.ensure_schema(key)
+    await store.upsert_entities(key, entities)
+    await store.upsert_relations(key, relations)
+    opened: list[_ThreadNoting] = []
+
+    def open_store() -> GraphStore:
+        opened.append(_ThreadNoting(open_graph_store(cfg)))
+        return cast(GraphStore, opened[-1])
+
+    try:
+        here = await GraphSnapshot.load(store, key)
+        apart = await load_apart(open_store, key, store, 0)
+        assert len(opened) == 1 and opened[0].closed
+        assert opened[0].threads and threading.get_ident() not in opened[0].threads
+        ids = [f"e{i:03d}" for i in range(80)]
+        for direction in DIRECTIONS:
+            args = (key, ids[::7], 3, ALL_REL_TYPES)
+            want = await here.traverse(*args, direction=direction, limit=100)
+            assert want and await apart.traverse(*args, direction=direction, limit=100) == want
+        for terms in (["parse"], ["rendr", "walk"]):
+            want_seeds = await here.find_seeds(key, terms, ALL_ENTITY_TYPES, 20, fuzzy=True)
+            assert (
+                want_seeds
+                and await apart.find_seeds(key, terms, ALL_ENTITY_TYPES, 20, fuzzy=True) == want_seeds
+            )
+        # a load that fails is the awaiting caller's error
+        with pytest.raises(Exception, match=r"127\.0\.0\.1:1\b"):
+            broken = cfg.model_copy(update={"falkordb_port": 1, "neo4j_uri": "bolt://127.0.0.1:1"})
+            await load_apart(lambda: open_graph_store(broken), key, store, 0)
+    finally:
+        await store.delete_corpus(key)
+        await store.close()
