@@ -262,12 +262,10 @@ def freeze_long_lived_objects() -> None:
     A process holds millions of long-lived objects (the model, grammars, protobuf classes, the
     indexer's kept parses). Each full pass walked them all: under load it stalled every request in
     flight for 150-300 ms, every second or two. Frozen objects are still freed by reference
-    counting when dropped; only reference cycles among them would wait for an unfreeze. Turns the
-    collector on, should a starting process have turned it off (`tribrid serve`).
+    counting when dropped; only reference cycles among them would wait for an unfreeze.
     """
     gc.collect()
     gc.freeze()
-    gc.enable()
 
 
 async def freeze_when_warm(servers: Iterable[RunningServer]) -> None:

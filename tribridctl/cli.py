@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 import json
 import logging
@@ -170,10 +169,6 @@ def serve(
         supervise.write_config(cfg, _services(which), replicas)
         supervise.compile_bytecode()
         os.execv(sys.executable, supervise.command(cfg))
-    # What a service imports and builds until it serves is long-lived: a full collection among it
-    # frees nothing (a graph leg's start made 14, of 20-70 ms each). `run` turns the collector
-    # back on as it freezes those objects (freeze_long_lived_objects).
-    gc.disable()
     from tribrid import telemetry
     from tribridctl.compose import run
 
