@@ -79,15 +79,21 @@ async def store(request: pytest.FixtureRequest, config: TriBridConfig) -> AsyncI
     await graph_store.close()
 
 
-@pytest.fixture
-async def loaded(store: GraphStore) -> AsyncIterator[tuple[str, GraphSnapshot]]:
+async def stored_graph(store: GraphStore, seed: int) -> str:
+    """A new corpus's `random_graph` written to `store`, with communities; its graph key."""
     corpus_id = new_corpus_id()
     key = graph_key(corpus_id, 1)
-    entities, relations = random_graph(corpus_id, seed=11)
+    entities, relations = random_graph(corpus_id, seed=seed)
     await store.ensure_schema(key)
     await store.upsert_entities(key, entities)
     await store.upsert_relations(key, relations)
     await store.set_communities(key, {e.entity_id: i % 4 - 1 for i, e in enumerate(entities)})
+    return key
+
+
+@pytest.fixture
+async def loaded(store: GraphStore) -> AsyncIterator[tuple[str, GraphSnapshot]]:
+    key = await stored_graph(store, seed=11)
     try:
         yield key, await GraphSnapshot.load(store, key)
     finally:
@@ -301,12 +307,7 @@ async def test_a_snapshot_loaded_apart_reads_its_own_store_off_the_loop_and_answ
 ) -> None:
     cfg = backend_config(config.graph_store, backend)
     store = open_graph_store(cfg)
-    corpus_id = new_corpus_id()
-    key = graph_key(corpus_id, 1)
-    entities, relations = random_graph(corpus_id, seed=17)
-    await store.ensure_schema(key)
-    await store.upsert_entities(key, entities)
-    await store.upsert_relations(key, relations)
+    key = await stored_graph(store, seed=17)
     opened: list[_ThreadNoting] = []
 
     def open_store() -> GraphStore:
