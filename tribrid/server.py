@@ -273,11 +273,18 @@ async def freeze_when_warm(servers: Iterable[RunningServer]) -> None:
     they are done: left in the collector's oldest generation, a 10k-chunk graph leg's full passes
     took 28-35 ms, every 20 s or so under load; frozen, about 1 ms. Meanwhile no full pass runs
     (young ones do): with the oldest generation just frozen, every tenth pass was a full one over
-    what the warm-up had loaded so far, 12 of 24-56 ms in a graph leg's 2.4 s warm-up."""
+    what the warm-up had loaded so far, 12 of 24-56 ms in a graph leg's 2.4 s warm-up. A warm-up
+    still running after `WARM_UP_UNFROZEN_S` is not waited for: full passes resume, with what it
+    loaded by then frozen."""
+    warming = [task for server in servers for task in server.warming]
     young, middle, oldest = gc.get_threshold()
     gc.set_threshold(young, middle, _NO_FULL_PASSES)
     try:
-        await asyncio.gather(*(task for server in servers for task in server.warming), return_exceptions=True)
+        if warming:
+            done, _ = await asyncio.wait(warming, timeout=WARM_UP_UNFROZEN_S)
+            for task in done:
+                if not task.cancelled() and (error := task.exception()) is not None:
+                    log.warning("%s failed: %r", task.get_name(), error)
     finally:
         gc.set_threshold(young, middle, oldest)
     freeze_long_lived_objects()
@@ -285,6 +292,9 @@ async def freeze_when_warm(servers: Iterable[RunningServer]) -> None:
 
 # A threshold for the oldest generation that no warm-up reaches (passes of the middle generation).
 _NO_FULL_PASSES = 1_000_000
+# The longest a process goes without full passes while its warm-ups run (a 100k-chunk graph loads
+# in about 50 s): a warm-up that hangs must not stop the collector for good.
+WARM_UP_UNFROZEN_S = 120.0
 
 
 async def serve_until_signal(

@@ -7,6 +7,9 @@ import asyncio
 import gc
 from typing import Any, cast
 
+import pytest
+
+from tribrid import server
 from tribrid.server import RunningServer, freeze_when_warm
 
 
@@ -20,7 +23,9 @@ def _server(*warming: asyncio.Task[object]) -> RunningServer:
     return RunningServer(server=cast(Any, None), port=0, health=cast(Any, None), warming=list(warming))
 
 
-async def test_the_warm_ups_loads_are_frozen_once_every_warm_up_is_done() -> None:
+async def test_the_warm_ups_loads_are_frozen_once_every_warm_up_is_done(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     release = asyncio.Event()
     loaded: list[list[int]] = []
 
@@ -41,6 +46,7 @@ async def test_the_warm_ups_loads_are_frozen_once_every_warm_up_is_done() -> Non
         assert gc.get_threshold()[:2] == thresholds[:2] and gc.get_threshold()[2] > 1000  # no full pass
         release.set()
         await freezing
+        assert "a corpus's graph could not be read" in caplog.text  # a warm-up's failure is told
         assert gc.get_threshold() == thresholds
         assert not _in_oldest_generation(loaded[0])  # frozen: in no generation any more
         later: list[int] = [4]
@@ -55,4 +61,22 @@ async def test_no_warm_up_freezes_at_once() -> None:
         await asyncio.wait_for(freeze_when_warm([_server()]), timeout=5)
         assert not _in_oldest_generation(made)
     finally:
+        gc.unfreeze()
+
+
+async def test_a_warm_up_that_does_not_end_stops_full_passes_only_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server, "WARM_UP_UNFROZEN_S", 0.05)
+    thresholds = gc.get_threshold()
+    hanging = asyncio.create_task(asyncio.Event().wait())
+    made: list[int] = [1]
+    try:
+        warming = _server(cast(asyncio.Task[object], hanging))
+        await asyncio.wait_for(server.freeze_when_warm([warming]), timeout=5)
+        assert gc.get_threshold() == thresholds  # full passes are back
+        assert not _in_oldest_generation(made)  # and what was there is frozen
+        assert not hanging.done()  # the warm-up itself goes on
+    finally:
+        hanging.cancel()
         gc.unfreeze()
