@@ -20,6 +20,21 @@ class SlowReplica:
     cancelled: int = 0
     address: str = ""
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    # set at each cancellation: a caller's cancel reaches this server some time after its answer
+    _cancel_seen: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def note_cancelled(self) -> None:
+        self.cancelled += 1
+        self._cancel_seen.set()
+
+    async def cancelled_at_least(self, count: int, timeout_s: float = 10.0) -> int:
+        """`cancelled` once it reaches `count`, or as it is after `timeout_s`."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self.cancelled < count:
+                    self._cancel_seen.clear()
+                    await self._cancel_seen.wait()
+        return self.cancelled
 
 
 @contextlib.asynccontextmanager
@@ -40,7 +55,7 @@ async def slow_replica(service: str, target: str, delay_s: float) -> AsyncIterat
                 answer: bytes = await forward(request, metadata=token)
                 return answer
             except asyncio.CancelledError:
-                replica.cancelled += 1
+                replica.note_cancelled()
                 raise
 
         handler = grpc.method_handlers_generic_handler(
