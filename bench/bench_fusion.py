@@ -9,7 +9,9 @@ Then, at --concurrency (16), with every other question in a spelling never sent 
 embedding and reading cached nowhere: the issue's targets count first-sight questions; --seen-only
 for the repeated questions alone, as this bench measured before 2026-12-02):
 
-- fused p50/p99 and QPS through the gateway (client-side latency),
+- fused p50/p99, QPS and server CPU per answer through the gateway (client-side latency): the
+  medians of --fused-runs (3) runs back to back, each run's figures printed too, next to the
+  machine's speed at the time (`server_cpu.reference_ms`),
 - each leg's p50/p99 called directly (same queries, same concurrency),
 - gateway overhead = per request, the gateway's took_ms minus its slowest leg's latency (p50/p99),
 - time to answer with a hanging vector leg (an in-process fake that never answers) against the
@@ -17,7 +19,7 @@ for the repeated questions alone, as this bench measured before 2026-12-02):
 
 Prints a table and writes bench/results/bench_fusion.json and bench_fusion.png.
 
-    make bench [PATH_TO_INDEX=/usr/lib/python3.11] [BENCH_CONCURRENCY=16]
+    make bench [PATH_TO_INDEX=/usr/lib/python3.11] [BENCH_CONCURRENCY=16] [BENCH_RUNS=3]
     .venv/bin/python -m bench.bench_fusion --path ~/src/cpython/Lib --corpus stdlib
 """
 
@@ -28,6 +30,7 @@ import asyncio
 import importlib.util
 import random
 import shutil
+import statistics
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -41,7 +44,7 @@ from rich.table import Table
 
 from bench.load import half_first_sight, respellable
 from bench.report import write_report
-from bench.server_cpu import cpu_by_process, server_roots, statement_costs, statement_costs_note
+from bench.server_cpu import cpu_by_process, reference_ms, server_roots, statement_costs, statement_costs_note
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
 from tribrid.config import TriBridConfig, load_config
@@ -230,6 +233,56 @@ async def hanging_leg(cfg: TriBridConfig, corpus: str, samples: int, progress: P
     }
 
 
+# The spellings one fused run may send (half of its requests): the next run starts past them.
+_RUN_SPELLINGS = 10**5
+# Each direct leg's spellings start at a multiple of this, past every fused run's.
+_LEG_SPELLINGS = 10**6
+
+
+def fused_run(
+    lat: list[float],
+    replies: list[Any],
+    wall: float,
+    errors: int,
+    cpu_before: dict[str, float],
+    cpu_after: dict[str, float],
+) -> dict[str, Any]:
+    """One fused run's figures. CPU by process too: on a machine whose speed moves between runs,
+    the processes a change does not touch are the control to compare the others with."""
+    cpu_ms = {
+        kind: 1000 * (cpu_after[kind] - cpu_before.get(kind, 0.0)) / max(len(lat), 1) for kind in cpu_after
+    }
+    return {
+        "p50_ms": pct(lat, 50),
+        "p99_ms": pct(lat, 99),
+        "qps": len(lat) / wall,
+        "errors": errors,
+        "partial": sum(r.partial for r in replies),
+        # services + PostgreSQL + FalkorDB, per answered request (the load client excluded)
+        "server_cpu_ms_per_query": sum(cpu_ms.values()),
+        "server_cpu_ms_by_process": dict(sorted(cpu_ms.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the runs back to back (how the issue's targets are counted);
+    errors and partial answers summed."""
+    processes = {kind for run in runs for kind in run["server_cpu_ms_by_process"]}
+    by_process = {
+        kind: statistics.median(run["server_cpu_ms_by_process"].get(kind, 0.0) for run in runs)
+        for kind in processes
+    }
+    return {
+        **{
+            key: statistics.median(run[key] for run in runs)
+            for key in ("p50_ms", "p99_ms", "qps", "server_cpu_ms_per_query")
+        },
+        "errors": sum(run["errors"] for run in runs),
+        "partial": sum(run["partial"] for run in runs),
+        "server_cpu_ms_by_process": dict(sorted(by_process.items(), key=lambda kv: -kv[1])),
+    }
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     cfg = load_config()
     path = prepare_corpus_dir(args.path)
@@ -278,22 +331,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "warm-up", lambda q: fusion.Search(request(q), timeout=timeout), len(QUERIES), 4, progress
             )
             roots = server_roots(cfg)
-            cpu_before = cpu_by_process(roots)
-            lat, replies, wall, errors = await run_load(
-                "fused",
-                lambda q: fusion.Search(request(q), timeout=timeout),
-                args.requests,
-                args.concurrency,
-                progress,
-                first_sight_from,
-            )
-            cpu_after = cpu_by_process(roots)
-            # by process: on a machine whose speed moves between runs, the processes a change does
-            # not touch are the control to compare the others with
-            cpu_ms = {
-                kind: 1000 * (cpu_after[kind] - cpu_before.get(kind, 0.0)) / max(len(lat), 1)
-                for kind in cpu_after
-            }
+            result["reference_ms"] = reference_ms()
+            runs: list[dict[str, Any]] = []
+            replies: list[Any] = []
+            for number in range(args.fused_runs):
+                cpu_before = cpu_by_process(roots)
+                lat, run_replies, wall, errors = await run_load(
+                    f"fused {number + 1}/{args.fused_runs}",
+                    lambda q: fusion.Search(request(q), timeout=timeout),
+                    args.requests,
+                    args.concurrency,
+                    progress,
+                    # new spellings in each run: each of them counts first sights
+                    None if first_sight_from is None else first_sight_from + number * _RUN_SPELLINGS,
+                )
+                cpu_after = cpu_by_process(roots)
+                runs.append(fused_run(lat, run_replies, wall, errors, cpu_before, cpu_after))
+                replies += run_replies
             overhead = [
                 r.took_ms
                 - max(
@@ -302,16 +356,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for r in replies
             ]
             result["fused"] = {
-                "p50_ms": pct(lat, 50),
-                "p99_ms": pct(lat, 99),
-                "qps": len(lat) / wall,
-                "errors": errors,
-                "partial": sum(r.partial for r in replies),
+                **median_run(runs),
                 "gateway_took_p50_ms": pct([r.took_ms for r in replies], 50),
-                # services + PostgreSQL + FalkorDB, per answered request (the load client excluded)
-                "server_cpu_ms_per_query": sum(cpu_ms.values()),
-                "server_cpu_ms_by_process": dict(sorted(cpu_ms.items(), key=lambda kv: -kv[1])),
                 "reply_bytes_mean": sum(r.ByteSize() for r in replies) / max(len(replies), 1),
+                "runs": runs,
             }
             result["postgresql_statement_costs"] = await statement_costs(cfg)
             result["gateway_overhead"] = {"p50_ms": pct(overhead, 50), "p99_ms": pct(overhead, 99)}
@@ -322,7 +370,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for leg in LEGS
             }
             result["legs_direct"] = {}
-            for leg_number, (name, search) in enumerate(leg_searches.items()):
+            for leg_number, (name, search) in enumerate(leg_searches.items(), start=1):
 
                 def direct(q: str, search: LegSearch = search) -> Awaitable[common_pb2.SearchResponse]:
                     return search(request(q, leg_top_k), timeout=timeout)
@@ -333,7 +381,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     args.requests,
                     args.concurrency,
                     progress,
-                    None if first_sight_from is None else first_sight_from + (leg_number + 1) * 10**6,
+                    None if first_sight_from is None else first_sight_from + leg_number * _LEG_SPELLINGS,
                 )
                 result["legs_direct"][name] = {
                     "p50_ms": pct(lat, 50),
@@ -357,8 +405,9 @@ def show(result: dict[str, Any]) -> None:
     for col in ("what", "p50 ms", "p99 ms", "QPS", "errors"):
         table.add_column(col, justify="left" if col == "what" else "right")
     fused = result["fused"]
+    runs = fused.get("runs", [])
     table.add_row(
-        "fused (client)",
+        f"fused (client), median of {len(runs)}" if len(runs) > 1 else "fused (client)",
         f"{fused['p50_ms']:.1f}",
         f"{fused['p99_ms']:.1f}",
         f"{fused['qps']:.0f}",
@@ -383,11 +432,29 @@ def show(result: dict[str, Any]) -> None:
         "",
     )
     console.print(table)
+    median = "median " if len(runs) > 1 else ""
     console.print(
-        f"server CPU per fused query: {fused['server_cpu_ms_per_query']:.2f} ms "
+        f"server CPU per fused query: {median}{fused['server_cpu_ms_per_query']:.2f} ms "
         "(services + PostgreSQL + FalkorDB; the load client excluded); by process: "
         + ", ".join(f"{k} {v:.2f}" for k, v in fused["server_cpu_ms_by_process"].items() if v >= 0.01)
     )
+    if len(runs) > 1:  # each run, to paste into a closing note with the medians
+        console.print(
+            "fused runs back to back: p50 "
+            + " / ".join(f"{run['p50_ms']:.1f}" for run in runs)
+            + " ms, p99 "
+            + " / ".join(f"{run['p99_ms']:.1f}" for run in runs)
+            + " ms, QPS "
+            + " / ".join(f"{run['qps']:.0f}" for run in runs)
+            + ", CPU "
+            + " / ".join(f"{run['server_cpu_ms_per_query']:.2f}" for run in runs)
+            + " ms per answer"
+        )
+    if "reference_ms" in result:
+        console.print(
+            f"machine reference: {result['reference_ms']:.0f} ms CPU for bench-quick's reference loop"
+            " (fewer is faster): compare CPU per answer over it between runs"
+        )
     if note := statement_costs_note(result.get("postgresql_statement_costs", [])):
         console.print(f"[yellow]{note}[/]")
     console.print(
@@ -437,11 +504,21 @@ def main() -> None:
     parser.add_argument("--reindex", action="store_true", help="index even if the corpus is listed")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--requests", type=int, default=800, help="requests per measurement")
+    parser.add_argument(
+        "--fused-runs",
+        type=int,
+        default=3,
+        choices=range(1, 10),
+        metavar="1-9",
+        help="fused runs back to back; the table gives their medians (3: as the targets count)",
+    )
     parser.add_argument("--hang-samples", type=int, default=10)
     parser.add_argument(
         "--seen-only", action="store_true", help="repeated questions only (no first-sight spellings)"
     )
     args = parser.parse_args()
+    if args.requests > _RUN_SPELLINGS:  # the next run's spellings would repeat this one's
+        parser.error(f"--requests: at most {_RUN_SPELLINGS}")
     result = asyncio.run(run(args))
     show(result)
     write_report(RESULTS, "bench_fusion", result, plot, console)

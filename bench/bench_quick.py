@@ -47,7 +47,7 @@ from bench.bench_fusion import ensure_indexed
 from bench.click_corpus import default_root
 from bench.load import half_first_sight, respellable
 from bench.report import write_report
-from bench.server_cpu import cpu_by_process, server_roots, statement_costs, statement_costs_note
+from bench.server_cpu import cpu_by_process, reference_ms, server_roots, statement_costs, statement_costs_note
 from evaluation import REPO_ROOT
 from tribrid.config import TriBridConfig, load_config
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
@@ -96,19 +96,6 @@ class Phase:
     first_sight: float = 0.5
     # the same, by process: each service, "postgresql", "falkordb"
     cpu_ms_by_process: dict[str, float] = field(default_factory=dict)
-
-
-def reference_ms(repeats: int = 3, size: int = 1_000_000) -> float:
-    """CPU ms of a fixed pure-Python loop (the services are Python), the best of `repeats`: a
-    moment's interruption slows one try, not the best."""
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.process_time()
-        total = 0
-        for i in range(size):
-            total += i * i
-        best = min(best, (time.process_time() - started) * 1000)
-    return best
 
 
 def pct(values: list[float], q: float) -> float:

@@ -5,6 +5,7 @@ not in it, so "CPU per request" is what serving a request costs, whatever the cl
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import asyncpg
@@ -95,6 +96,20 @@ def statement_costs_note(costs: list[str]) -> str:
         f"PostgreSQL is set to {', '.join(costs)}: its CPU figures include that work"
         " (ALTER SYSTEM RESET each, then SELECT pg_reload_conf())"
     )
+
+
+def reference_ms(repeats: int = 3, size: int = 1_000_000) -> float:
+    """How fast the machine is at the moment: CPU ms of a fixed pure-Python loop (the services are
+    Python), the best of `repeats` (a moment's interruption slows one try, not the best). Read next
+    to a CPU figure, it says whether two runs can be compared."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        total = 0
+        for i in range(size):
+            total += i * i
+        best = min(best, (time.process_time() - started) * 1000)
+    return best
 
 
 def service_of(pid: int) -> str | None:

@@ -51,3 +51,38 @@ def test_a_one_word_question_has_no_other_spelling() -> None:
     assert variant("who calls echo", 3) != variant("who calls echo", 4)
     assert half_first_sight(["a", "b c"], ["b c"], 1, 0) == "b c"  # odd: the mix in turn
     assert half_first_sight(["a", "b c"], ["b c"], 2, 0).split() == ["b", "c"]
+
+
+def _run(p50: float, cpu: float, by_process: dict[str, float], errors: int = 0) -> dict[str, object]:
+    return {
+        "p50_ms": p50,
+        "p99_ms": 2 * p50,
+        "qps": 1000 / p50,
+        "errors": errors,
+        "partial": 1,
+        "server_cpu_ms_per_query": cpu,
+        "server_cpu_ms_by_process": by_process,
+    }
+
+
+def test_the_fused_figures_are_the_medians_of_the_runs() -> None:
+    runs = [
+        _run(50.0, 12.0, {"vector": 3.0, "graph": 2.0}),
+        _run(40.0, 14.0, {"vector": 4.0, "graph": 2.5, "indexer": 0.1}, errors=2),
+        _run(60.0, 10.0, {"vector": 2.0, "graph": 3.0}),
+    ]
+    median = bench_fusion.median_run(runs)
+    assert (median["p50_ms"], median["p99_ms"], median["server_cpu_ms_per_query"]) == (50.0, 100.0, 12.0)
+    assert median["qps"] == 20.0  # the median run's, not the mean's
+    assert (median["errors"], median["partial"]) == (2, 3)
+    # a process absent from a run used no CPU in it
+    assert median["server_cpu_ms_by_process"] == {"vector": 3.0, "graph": 2.5, "indexer": 0.0}
+    assert list(median["server_cpu_ms_by_process"]) == ["vector", "graph", "indexer"]
+
+
+async def test_each_fused_run_and_each_direct_leg_asks_spellings_of_its_own() -> None:
+    base = 7 << 20
+    starts = [base + run * bench_fusion._RUN_SPELLINGS for run in range(9)]
+    starts += [base + leg * bench_fusion._LEG_SPELLINGS for leg in (1, 2, 3)]
+    spelled = [q for start in starts for i, q in enumerate(await asked(800, start)) if i % 2 == 0]
+    assert len(set(spelled)) == len(spelled)
