@@ -175,6 +175,8 @@ class VectorConfig(_Section):
     signature_candidates: int = Field(50, ge=1, le=1000)
     # Query-embedding micro-batcher: queries arriving within `query_batch_wait_ms` share one
     # model call of at most `query_batch_max`; beyond `query_queue_size` waiting, RESOURCE_EXHAUSTED.
+    # It waits only while questions come together (the last call held more than one): a lone
+    # question is embedded at once (tribrid.embedding.QueryBatcher).
     query_batch_max: int = Field(32, ge=1, le=4096)
     query_batch_wait_ms: float = Field(2.0, ge=0.0, le=1000.0)
     query_queue_size: int = Field(256, ge=1, le=100_000)

@@ -46,6 +46,27 @@ async def test_micro_batcher_batches_concurrent_queries() -> None:
     await batcher.close()
 
 
+async def test_a_lone_question_is_not_held_for_company_that_questions_together_get() -> None:
+    """With a window far longer than the test (1,000 s), each step below can only finish as the
+    batcher is meant to work: a question alone after a lone one goes at once, and one after a call
+    that held two waits for company (here a second question fills the batch of 2)."""
+    fake = CountingEmbedder()
+    batcher = QueryBatcher(fake, max_batch=2, max_wait_ms=1_000_000, max_queue=10)
+
+    async def settle(*steps: asyncio.Future[Vectors]) -> None:
+        await asyncio.wait_for(asyncio.gather(*steps), timeout=30)
+
+    await settle(asyncio.ensure_future(batcher.embed("alone")))  # no window: nothing came before
+    await settle(asyncio.ensure_future(batcher.embed("still alone")))  # the last call held one
+    await settle(*(asyncio.ensure_future(batcher.embed(t)) for t in ("one", "two")))  # queued together
+    held = asyncio.ensure_future(batcher.embed("after two"))
+    await asyncio.sleep(0.05)
+    assert not held.done()  # the last call held two: it waits for company
+    await settle(held, asyncio.ensure_future(batcher.embed("company")))
+    assert fake.batches == [["alone"], ["still alone"], ["one", "two"], ["after two", "company"]]
+    await batcher.close()
+
+
 async def test_micro_batcher_queue_is_bounded() -> None:
     fake = CountingEmbedder(delay=0.2)
     batcher = QueryBatcher(fake, max_batch=1, max_wait_ms=0, max_queue=2)
