@@ -44,7 +44,7 @@ from rich.table import Table
 
 from bench.load import half_first_sight, respellable
 from bench.report import write_report
-from bench.server_cpu import cpu_by_process, reference_ms, server_roots, statement_costs, statement_costs_note
+from bench.server_cpu import cpu_by_process, machine_notes, reference_ms, server_roots, statement_costs
 from evaluation import REPO_ROOT
 from services.fusion.gateway import Gateway, LegClient
 from tribrid.config import TriBridConfig, load_config
@@ -450,13 +450,8 @@ def show(result: dict[str, Any]) -> None:
             + " / ".join(f"{run['server_cpu_ms_per_query']:.2f}" for run in runs)
             + " ms per answer"
         )
-    if "reference_ms" in result:
-        console.print(
-            f"machine reference: {result['reference_ms']:.0f} ms CPU for bench-quick's reference loop"
-            " (fewer is faster): compare CPU per answer over it between runs"
-        )
-    if note := statement_costs_note(result.get("postgresql_statement_costs", [])):
-        console.print(f"[yellow]{note}[/]")
+    for note in machine_notes(result):
+        console.print(note)
     console.print(
         f"partial fused answers under load: {fused['partial']}; legs inside the gateway p50 ms: "
         + ", ".join(f"{k} {v:.1f}" for k, v in result["legs_in_gateway_p50_ms"].items())

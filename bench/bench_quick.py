@@ -47,7 +47,14 @@ from bench.bench_fusion import ensure_indexed
 from bench.click_corpus import default_root
 from bench.load import half_first_sight, respellable
 from bench.report import write_report
-from bench.server_cpu import cpu_by_process, reference_ms, server_roots, statement_costs, statement_costs_note
+from bench.server_cpu import (
+    cpu_by_process,
+    machine_notes,
+    reference_ms,
+    server_roots,
+    statement_costs,
+    statement_costs_note,
+)
 from evaluation import REPO_ROOT
 from tribrid.config import TriBridConfig, load_config
 from tribrid.v1 import common_pb2, fusion_pb2_grpc
@@ -323,14 +330,7 @@ def table_lines(result: dict[str, Any]) -> list[str]:
             f" | {p['p99_ms']:.1f} | {p['cpu_ms_per_answer']:.1f} |"
         )
     lines += ["", f"HTTP bridge overhead, p50 at concurrency 1: {result['bridge_overhead_p50_ms']:.1f} ms."]
-    if "reference_ms" in result:
-        lines.append(
-            f"The machine's speed then: {result['reference_ms']:.0f} ms of CPU for bench-quick's"
-            " reference loop (`reference_ms`; fewer is faster): compare CPU per answer over it between runs."
-        )
-    if note := statement_costs_note(result.get("postgresql_statement_costs", [])):
-        lines.append(f"{note}.")
-    return lines
+    return [*lines, *machine_notes(result)]
 
 
 def update_readme(result: dict[str, Any], readme: Path = README) -> bool:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
@@ -96,6 +98,21 @@ def statement_costs_note(costs: list[str]) -> str:
         f"PostgreSQL is set to {', '.join(costs)}: its CPU figures include that work"
         " (ALTER SYSTEM RESET each, then SELECT pg_reload_conf())"
     )
+
+
+def machine_notes(result: Mapping[str, Any]) -> list[str]:
+    """What a benchmark's CPU figures are to be read against, as sentences: the machine's speed
+    then (its `reference_ms`) and the PostgreSQL settings that add work to every statement
+    (its `postgresql_statement_costs`)."""
+    notes = []
+    if "reference_ms" in result:
+        notes.append(
+            f"The machine's speed then: {result['reference_ms']:.0f} ms of CPU for bench-quick's"
+            " reference loop (`reference_ms`; fewer is faster): compare CPU per answer over it between runs."
+        )
+    if costs := statement_costs_note(result.get("postgresql_statement_costs", [])):
+        notes.append(f"{costs}.")
+    return notes
 
 
 def reference_ms(repeats: int = 3, size: int = 1_000_000) -> float:
