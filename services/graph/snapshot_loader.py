@@ -12,6 +12,7 @@ The thread is a daemon, so a stopping service does not wait for a load nobody ne
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable
 
@@ -25,8 +26,6 @@ async def load_apart(
     """`GraphSnapshot.load` of `key` from a store `open_store` makes for it, in a thread of its own;
     the snapshot sends its fulltext questions to `fulltext` (the caller's store, on the caller's
     loop)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[GraphSnapshot] = loop.create_future()
 
     async def load() -> GraphSnapshot:
         store = open_store()
@@ -37,24 +36,16 @@ async def load_apart(
         finally:
             await store.close()
 
-    def settle(result: GraphSnapshot | None, error: BaseException | None) -> None:
-        if done.cancelled():
-            return
-        if error is None:
-            assert result is not None
-            done.set_result(result)
-        else:
-            done.set_exception(error)
+    done: concurrent.futures.Future[GraphSnapshot] = concurrent.futures.Future()
 
     def run() -> None:
+        if not done.set_running_or_notify_cancel():  # the caller went away before it started
+            return
         try:
-            result, error = asyncio.run(load()), None
-        except BaseException as err:  # handed to the awaiting task
-            result, error = None, err
-        try:
-            loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:  # the caller's loop has closed: nobody waits for it
-            pass
+            done.set_result(asyncio.run(load()))
+        except BaseException as err:  # the awaiting caller's error
+            done.set_exception(err)
 
+    # not the loop's executor: its threads are joined at exit, and a stopping service would wait
     threading.Thread(target=run, name=f"graph-load {key}", daemon=True).start()
-    return await done
+    return await asyncio.wrap_future(done)
