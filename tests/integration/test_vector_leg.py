@@ -216,6 +216,44 @@ async def test_a_search_leaves_the_pools_settings_as_they_were(
         await pool.close()
 
 
+async def test_the_common_request_is_planned_once_and_a_filtered_one_per_request(
+    stack: Stack, synth: tuple[list[Chunk], Vectors]
+) -> None:
+    """The one-statement search runs on its generic plan from the first request (under `auto`
+    PostgreSQL re-planned a small corpus's exact scan every time); the two-statement path of a
+    filter keeps the default planning, so a filter's selectivity still shapes its plan."""
+    _chunks, vectors = synth
+    settings = session_settings(stack.cfg.vector)
+    one = stack.cfg.postgres.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
+    pool = await create_pool(one, stack.cfg.embedding.dim, stack.cfg.vector, settings, reset_sessions=False)
+    small = scan(stack.cfg.vector).model_copy(update={"exact_scan_max_rows": N_CHUNKS})
+    try:
+        for i in range(8):
+            direct = await vector_search(pool, small, params(), vectors[i], pool_settings=settings)
+            assert (direct.plan, direct.statements) == ("exact", 1)
+            filtered = await vector_search(
+                pool, small, params(glob="rare/**"), vectors[i], pool_settings=settings
+            )
+            assert (filtered.plan, filtered.statements) == ("exact", 2)
+        prepared = await pool.fetch(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+        )
+        plans = {
+            r["statement"].strip().split()[0]
+            + ("-direct" if "WITH k AS MATERIALIZED" in r["statement"] else ""): (
+                r["generic_plans"],
+                r["custom_plans"],
+            )
+            for r in prepared
+        }
+        assert plans["WITH-direct"] == (8, 0), plans
+        exact = [counts for statement, counts in plans.items() if statement == "WITH"]
+        assert exact and all(custom >= 5 for _generic, custom in exact), plans  # auto: 5 custom first
+        assert await pool.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
+    finally:
+        await pool.close()
+
+
 async def indexes_of_chunks(pool: asyncpg.Pool) -> dict[str, str]:
     rows = await pool.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunks'")
     return {r["indexname"]: r["indexdef"] for r in rows}
