@@ -207,6 +207,18 @@ class EntityLinker:
                 counts[entity_id] = counts.get(entity_id, 0) + 1
         return counts
 
+    def named(self, text: str) -> list[str]:
+        """The entities the whole text is a spelling of (a name or alias as typed: "zurich" for
+        Zürich), in the order they came."""
+        folded = self._normalize(text)
+        whole = len(folded.encode())
+        return [
+            entity_id
+            for start, end, surface in self._matches(folded)
+            if start == 0 and end == whole
+            for entity_id in surface.entity_ids
+        ]
+
     def link(self, texts: Mapping[str, str]) -> dict[str, dict[str, int]]:
         """chunk_id -> (entity_id -> count), only for chunks that mention a known entity."""
         linked: dict[str, dict[str, int]] = {}

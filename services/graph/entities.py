@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -84,11 +84,18 @@ async def candidates(
 
 
 async def resolve(
-    store: GraphStore, key: str, ref: graph_pb2.EntityRef, what: str, types: Sequence[str] = ()
+    store: GraphStore,
+    key: str,
+    ref: graph_pb2.EntityRef,
+    what: str,
+    types: Sequence[str] = (),
+    spelled: Callable[[str], Awaitable[list[str]]] | None = None,
 ) -> Entity:
     """The one entity `ref` names: by id, by qualified name, or by a plain name that fits exactly one
-    (see `by_name`). A plain name that fits none but resembles some (`candidates` among `types`) is
-    INVALID_ARGUMENT listing them best first, like an ambiguous one; NOT_FOUND when none does."""
+    (see `by_name`), else by another spelling of a name (`spelled`: the ids a text spells, such as
+    "Wang Xifeng" for 王熙凤). A plain name that fits none but resembles some (`candidates` among
+    `types`) is INVALID_ARGUMENT listing them best first, like an ambiguous one; NOT_FOUND when none
+    does."""
     named = [f for f in ("entity_id", "qualified_name", "name") if getattr(ref, f)]
     if len(named) != 1:
         raise invalid(f"{what}: set exactly one of entity_id, qualified_name or name")
@@ -98,6 +105,8 @@ async def resolve(
         found = await store.find_by_qualified_name(key, ref.qualified_name)
     else:
         found = await by_name(store, key, ref.name)
+        if not found and spelled is not None:
+            found = await store.get_entities(key, await spelled(ref.name))
     named_as = ref.entity_id or ref.qualified_name or ref.name
     if not found and ref.name:
         near = await candidates(store, key, ref.name, types, _CANDIDATES_SHOWN)

@@ -29,6 +29,7 @@ from services.graph.documents import (
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
 from services.graph.recent_graphs import RecentGraphs
+from services.graph.romanized import with_romanized
 from services.graph.search import GraphResult, expand_context, graph_search
 from services.graph.snapshot import GraphSnapshot
 from services.graph.snapshot_loader import load_apart
@@ -223,13 +224,16 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         return sorted(found, key=lambda entity_id: (-found[entity_id], entity_id))
 
     async def _linker(self, key: str, life: str) -> EntityLinker:
-        """The names and aliases of the graph's named entities, matched in any script (read once
-        per graph)."""
+        """The names and aliases of the graph's named entities, matched in any script, and a
+        Chinese name also as English-language readers spell it (`romanized`; read once per
+        graph)."""
+
+        def build(named: list[Entity]) -> EntityLinker:
+            return EntityLinker(KnownEntity(e.entity_id, with_romanized((e.name, *e.aliases))) for e in named)
 
         async def load() -> EntityLinker:
             free = await self._store.entities_in_files(key, [""])
-            known = [KnownEntity(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
-            return await asyncio.to_thread(EntityLinker, known)
+            return await asyncio.to_thread(build, [e for e in free if entities.is_named(e)])
 
         return await self._linkers.get(key, life, load)
 
@@ -289,7 +293,11 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
 
     async def _resolve(self, key: str, life: str, ref: graph_pb2.EntityRef, what: str) -> Entity:
         types = await self._graph_types(key, life)
-        return await entities.resolve(self._store, key, ref, what, types.named)
+
+        async def spelled(name: str) -> list[str]:
+            return (await self._linker(key, life)).named(name)
+
+        return await entities.resolve(self._store, key, ref, what, types.named, spelled)
 
     async def _community(self, key: str, found: list[Entity]) -> dict[str, int]:
         return await self._store.community_of(key, [e.entity_id for e in found])

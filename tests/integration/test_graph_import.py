@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from tests.stack import Stack, index_corpus
-from tribrid.v1 import graph_pb2, graph_pb2_grpc, indexer_pb2, indexer_pb2_grpc
+from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, indexer_pb2, indexer_pb2_grpc
 
 CORPUS = "imported-graph"
 DOCS = {
@@ -178,6 +178,42 @@ async def test_names_and_aliases_are_linked_in_chinese_and_accented_text(
     assert set(await chunk_files("花羽会")) == {"natlan.md"}
 
 
+async def test_an_english_question_finds_a_chinese_name_as_pinyin(stack: Stack, imported: object) -> None:
+    """伊法 has no Latin alias: "Yi Fa" (pinyin, as English-language readers spell Chinese names)
+    still names it, in a question to the graph leg and on the entity calls, as "Zurich" names
+    Zürich."""
+    search = await graph_call(
+        stack,
+        "Search",
+        common_pb2.SearchRequest(corpus_id=CORPUS, query="Where did Yi Fa set out for?", top_k=5),
+    )
+    assert isinstance(search, common_pb2.SearchResponse)
+    assert search.matches and search.matches[0].file_path == "natlan.md"
+    assert "seed=伊法" in search.matches[0].explain[0].detail
+    unnamed = await graph_call(
+        stack,
+        "Search",
+        common_pb2.SearchRequest(corpus_id=CORPUS, query="Where did they set out for?", top_k=5),
+    )
+    assert not [m for m in unnamed.matches if "伊法" in m.explain[0].detail]  # type: ignore[attr-defined]
+    for spelled in ("Yifa", "yi fa", "Zurich"):
+        chunks = await graph_call(
+            stack,
+            "EntityChunks",
+            graph_pb2.EntityChunksRequest(corpus_id=CORPUS, entity=graph_pb2.EntityRef(name=spelled)),
+        )
+        assert [m.file_path for m in chunks.matches] == [  # type: ignore[attr-defined]
+            "zurich.md" if spelled == "Zurich" else "natlan.md"
+        ]
+    with pytest.raises(grpc.aio.AioRpcError) as longer:  # a spelling inside a longer name is not it
+        await graph_call(
+            stack,
+            "EntityChunks",
+            graph_pb2.EntityChunksRequest(corpus_id=CORPUS, entity=graph_pb2.EntityRef(name="Yifa Zurich")),
+        )
+    assert longer.value.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
+
+
 async def test_a_relation_stated_once_is_found_as_a_co_mention(stack: Stack, imported: object) -> None:
     """zurich.md names Zürich and Chasca together once: no RELATED_TO (it needs two chunks), but
     EntitySearch lists the pair as co-mentioned, with the chunk; pairs a stored edge links are not."""
@@ -215,7 +251,7 @@ async def test_a_relation_stated_once_is_found_as_a_co_mention(stack: Stack, imp
 
 @pytest.mark.parametrize(
     ("name", "nearest"),
-    [("Flower", "花羽会"), ("Chasco", "恰斯卡"), ("Zurich", "Zürich")],  # a start of an alias, one edit
+    [("Flower", "花羽会"), ("Chasco", "恰斯卡"), ("Zürick", "Zürich")],  # a start of an alias, one edit
 )
 async def test_a_name_that_fits_nothing_lists_the_nearest_entities(
     stack: Stack, imported: object, name: str, nearest: str

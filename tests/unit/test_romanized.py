@@ -1,0 +1,37 @@
+"""Chinese names spelled as English-language readers type them (services.graph.romanized)."""
+
+from __future__ import annotations
+
+from services.graph.romanized import romanized, with_romanized
+from tribrid.entity_linking import EntityLinker, KnownEntity
+
+
+def test_a_name_is_spelled_in_pinyin_with_its_surname_apart() -> None:
+    spellings = romanized("王熙凤")
+    assert spellings[:4] == ("wangxifeng", "wang xi feng", "wang xifeng", "wang xi-feng")
+    assert "ouyang xiu" in romanized("欧阳修")  # a surname of two characters
+    assert "xi'an" in romanized("西安")  # pinyin's apostrophe before a vowel
+
+
+def test_a_surname_is_also_read_as_a_surname() -> None:
+    assert {"ceng guofan", "zeng guofan"} <= set(romanized("曾国藩"))  # 曾 is "zeng" as a surname
+    assert "lü bu" in romanized("吕布")
+
+
+def test_only_names_written_in_han_characters_are_spelled() -> None:
+    assert romanized("Chasca") == romanized("王") == romanized("恰斯卡Q") == ()
+    assert with_romanized(("熙凤", "Xifeng")) == ("熙凤", "Xifeng", "xifeng", "xi feng", "yifeng", "yi feng")
+
+
+def test_the_linker_finds_the_spellings_in_any_case_and_without_the_apostrophe() -> None:
+    linker = EntityLinker(
+        [
+            KnownEntity("p022", with_romanized(("王熙凤", "熙凤"))),
+            KnownEntity("xian", with_romanized(("西安",))),
+        ]
+    )
+    assert linker.mentions("Who is Wang Xifeng's husband?") == {"p022": 1}
+    assert linker.mentions("Wang Xi-feng and XIFENG") == {"p022": 2}
+    assert linker.mentions("from Xian to Xi'an") == {"xian": 2}
+    assert linker.mentions("王熙凤") == {"p022": 1}
+    assert linker.mentions("the wangxi fence") == {}  # a spelling ends on a word's end
