@@ -354,9 +354,9 @@ def confident_weights(
     coverage: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, float], str]:
     """The plan's weights times each answering leg's confidence (`fuse.confidence` of its scores
-    among the `depth` it was asked for, times the share of the question it could read where it
-    says: `coverage`) to `confidence_power`, normalized, and what was done; the plan's own when it
-    asks for no scaling or no leg stands out."""
+    among the `depth` it was asked for, times the share of the question and of its answers it
+    could read where it says: `coverage`) to `confidence_power`, normalized, and what was done;
+    the plan's own when it asks for no scaling or no leg stands out."""
     weights = dict(fusion_plan.weights)
     if not fusion_plan.confidence_scaled:
         return weights, fusion_plan.weights_reason
@@ -371,7 +371,7 @@ def confident_weights(
     if sum(scaled.values()) <= 0:
         return weights, fusion_plan.weights_reason
     said = ", ".join(
-        f"{leg} {conf[leg]:.2f}" + (f" (reads {read[leg]:.0%} of the question)" if leg in read else "")
+        f"{leg} {conf[leg]:.2f}" + (f" (reads {read[leg]:.0%} of the texts it compares)" if leg in read else "")
         for leg in LEG_NAMES
         if leg in conf
     )

@@ -21,6 +21,7 @@ import asyncpg
 import numpy as np
 
 from services.indexer.graph_import import ImportedGraph
+from tribrid.coverage import Coverage
 from tribrid.models import Chunk
 from tribrid.stores.postgres import committed, drop_corpus_vector_index
 from tribrid.text import index_tokens, to_tsvector_literal
@@ -46,6 +47,7 @@ _CHUNK_COLS = [
     "page_end",
     "document_metadata",
     "signature_embedding",
+    "model_coverage",
 ]
 
 
@@ -230,10 +232,16 @@ def _chunk_records(
     chunks: Sequence[Chunk],
     vectors: ChunkVectors,
     fold_accents: bool,
+    coverage: Coverage | None,
 ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     chunk_rows: list[tuple[object, ...]] = []
     posting_rows: list[tuple[object, ...]] = []
-    for chunk, vector, signature_vector in zip(chunks, vectors.text, vectors.signature, strict=True):
+    read: Sequence[float | None] = (
+        coverage.of_texts([c.embed_text for c in chunks]) if coverage is not None else [None] * len(chunks)
+    )
+    for chunk, vector, signature_vector, share in zip(
+        chunks, vectors.text, vectors.signature, read, strict=True
+    ):
         tokens = index_tokens(sparse_text(chunk), fold_accents)
         tsv, length = to_tsvector_literal(tokens)
         chunk_rows.append(
@@ -258,6 +266,7 @@ def _chunk_records(
                 chunk.page_end,
                 json.dumps(chunk.document_metadata, ensure_ascii=False, sort_keys=True),
                 signature_vector,
+                share,
             )
         )
         for term, tf in Counter(term for term, _ in tokens).items():
@@ -273,12 +282,14 @@ async def write_chunks(
     chunks: Sequence[Chunk],
     vectors: ChunkVectors,
     fold_accents: bool = True,
+    coverage: Coverage | None = None,
 ) -> None:
     """Add chunk rows (with their postings) as `generation`, hidden until that generation commits;
-    `model` made the vectors; fold_accents adds accented terms' folded forms (sparse.fold_accents)."""
+    `model` made the vectors; fold_accents adds accented terms' folded forms (sparse.fold_accents);
+    `coverage` measures how much of each chunk's text the model read (NULL without)."""
     # Tokenizing is pure Python: in a thread, so the event loop keeps serving while it runs.
     chunk_rows, posting_rows = await asyncio.to_thread(
-        _chunk_records, corpus_id, generation, model, chunks, vectors, fold_accents
+        _chunk_records, corpus_id, generation, model, chunks, vectors, fold_accents, coverage
     )
     async with pool.acquire() as conn, conn.transaction():
         # COPY has no binary tsvector encoder in asyncpg: stage the tsvector as text, cast on insert.

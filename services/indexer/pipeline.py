@@ -60,6 +60,7 @@ from services.indexer.python_graph import FileGraph
 from services.indexer.relation_extraction import Extraction, extract_relations
 from services.indexer.walker import Skipped, SourceFile, walk_corpus
 from tribrid.config import TriBridConfig
+from tribrid.coverage import Coverage, model_coverage
 from tribrid.embedding import Embedder
 from tribrid.generation import GenerationClient
 from tribrid.graphstore import GraphStore
@@ -100,7 +101,8 @@ log = logging.getLogger(__name__)
 #      known entities are linked by their names without punctuation too ("Mme Bonacieux").
 #  13: documentation MENTIONS a function by its keyword parameters (`multiple=True`), and the
 #      variables autodoc's `.. autodata::` names (code_mentions).
-INDEX_FORMAT = 13
+#  14: each chunk's share of word pieces the local model reads (chunks.model_coverage).
+INDEX_FORMAT = 14
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress
 PARSE_BATCH = 32  # files parsed per step while the previous embedding batch runs
@@ -306,9 +308,11 @@ class _RowStream:
         *,
         hold: bool = False,
         fold_accents: bool = True,
+        coverage: Coverage | None = None,
     ) -> None:
         self._pool = pool
         self._fold_accents = fold_accents
+        self._coverage = coverage
         self._corpus_id = corpus_id
         self._generation = generation
         self._model = model
@@ -348,7 +352,13 @@ class _RowStream:
                 # Busy time of a background writer: it overlaps embedding, not added to the run.
                 with self._counts.timed("postgres_rows"):
                     await write_chunks(
-                        self._pool, self._corpus_id, self._generation, self._model, *item, self._fold_accents
+                        self._pool,
+                        self._corpus_id,
+                        self._generation,
+                        self._model,
+                        *item,
+                        self._fold_accents,
+                        self._coverage,
                     )
             except Exception as error:  # reported by the next put() or by finish()
                 self._error = error
@@ -360,6 +370,8 @@ class IndexPipeline:
         self._pool = pool
         self._graph = graph
         self._embedder = embedder
+        # how much of each chunk the local model reads (chunks.model_coverage; None for an endpoint)
+        self._coverage = model_coverage(cfg.embedding)
         self._locks: dict[str, asyncio.Lock] = {}
         # named entities of document chunks; the model loads on first use
         self._recognizer = EntityRecognizer(cfg.entities)
@@ -439,6 +451,7 @@ class IndexPipeline:
             counts,
             hold=not self._cfg.indexer.write_while_embedding,
             fold_accents=self._cfg.sparse.fold_accents,
+            coverage=self._coverage,
         )
         try:
             # A vector is reused only for the same model, prefixes and text (its embed_hash), so

@@ -54,7 +54,8 @@ METRIC_SQL: dict[str, tuple[str, str]] = {
 }
 METRIC_OF_OPCLASS = {opclass: metric for metric, opclass in OPCLASS.items()}
 
-_COLS = ", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))
+# what a chunk row holds, and the share of its text the model read (tribrid/coverage.py)
+_COLS = ", ".join("c." + col for col in (*CHUNK_COLUMNS.split(", "), "model_coverage"))
 
 
 def session_settings(cfg: VectorConfig) -> dict[str, str]:
@@ -212,6 +213,8 @@ class VectorResult:
     plan: Literal["hnsw", "exact", "hnsw+exact", "none"]  # none: nothing to search for
     allowed: int  # rows corpus and filters allow, counted up to exact_scan_max_rows + 1
     statements: int = 0  # SQL statements it took
+    # the mean share of its answers' texts the model read; None when no answer's was measured
+    coverage: float | None = None
 
 
 async def vector_search(
@@ -252,17 +255,25 @@ async def vector_search(
             plan = rows[0]["plan"]
             chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
             allowed = min(rows[0]["chunk_count"], cfg.exact_scan_max_rows + 1)  # as the probe counts
-            return VectorResult(chunks, plan, allowed, 1)
+            return VectorResult(chunks, plan, allowed, 1, answers_coverage(rows, chunks))
     plan, allowed, rows = await _search_in_two(
         pool, cfg, params, query_vector, ef, candidates, embedding_model
     )
     statements = int(direct) + (3 if plan == "hnsw+exact" else 2)
-    return VectorResult(_scored(rows, cfg, params.top_k, detail.format(plan=plan)), plan, allowed, statements)
+    chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
+    return VectorResult(chunks, plan, allowed, statements, answers_coverage(rows, chunks))
 
 
 def blended_score(text: float, signature: float | None, weight: float) -> float:
     """A chunk's score: its text's similarity, blended with its signature's when it has one."""
     return text if signature is None else (text + weight * signature) / (1 + weight)
+
+
+def answers_coverage(rows: list[asyncpg.Record], chunks: list[ScoredChunk]) -> float | None:
+    """The mean `model_coverage` of the answered chunks' rows, over those measured."""
+    shares = {r["chunk_id"]: r["model_coverage"] for r in rows}
+    measured = [share for c in chunks if (share := shares.get(c.chunk.chunk_id)) is not None]
+    return sum(measured) / len(measured) if measured else None
 
 
 def _scored(rows: list[asyncpg.Record], cfg: VectorConfig, top_k: int, detail: str) -> list[ScoredChunk]:

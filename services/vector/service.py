@@ -9,9 +9,9 @@ from collections.abc import Mapping
 import asyncpg
 import grpc
 
-from services.vector.coverage import Coverage, model_coverage
 from services.vector.search import VectorResult, index_metrics, session_settings, vector_search
 from tribrid.config import LimitsConfig, VectorConfig
+from tribrid.coverage import Coverage, model_coverage
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.options import RequestError, with_options
 from tribrid.resources import Resources
@@ -20,6 +20,9 @@ from tribrid.server import ServiceSpec
 from tribrid.stores.postgres import corpus_vector_index
 from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc
+
+# The least coverage reported: 0 on the wire means "not measured" (SearchResponse.coverage).
+_LEAST_READ = 0.01
 
 
 class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
@@ -102,9 +105,13 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
             started,
             request.include_content,
         )
-        if self._coverage is not None:
-            response.coverage = self._coverage.of(request.query)
+        read = [share for share in (self._question_read(request.query), result.coverage) if share is not None]
+        if read:
+            response.coverage = max(min(read), _LEAST_READ)
         return response
+
+    def _question_read(self, query: str) -> float | None:
+        return None if self._coverage is None else self._coverage.of(query)
 
 
 async def build(res: Resources) -> ServiceSpec:

@@ -113,6 +113,35 @@ async def test_vector_leg_answers_a_cjk_only_query(
     assert len(reply.matches) == 8  # every passage, ranked: no longer refused for lack of ASCII terms
 
 
+async def test_the_vector_leg_says_how_much_of_its_answers_the_model_read(
+    stack: Stack, multilingual: indexer_pb2.IndexProgress
+) -> None:
+    """Each chunk keeps the share of its text the English model reads; the vector leg reports the
+    lesser of the question's and its answers' mean, so an English question whose nearest chunks
+    are Chinese is read in part too."""
+    pool = await stack.resources.pool()
+    rows = await pool.fetch(
+        "SELECT file_path, chunk_id, model_coverage FROM chunks WHERE corpus_id = $1", CORPUS
+    )
+    read = {r["file_path"]: r["model_coverage"] for r in rows}
+    assert read["trains.txt"] == read["liver.txt"] == 1.0
+    assert 0 < read["tianqi.txt"] < 0.9 and 0 < read["duqu.txt"] < 0.9
+    by_chunk = {r["chunk_id"]: r["model_coverage"] for r in rows}
+
+    async def coverage(query: str, top_k: int) -> tuple[float, float]:
+        async with stack.channel("vector") as channel:
+            reply = await vector_pb2_grpc.VectorSearchStub(channel).Search(
+                common_pb2.SearchRequest(corpus_id=CORPUS, query=query, top_k=top_k), timeout=30
+            )
+        answered = [by_chunk[m.chunk_id] for m in reply.matches]
+        return reply.coverage, sum(answered) / len(answered)
+
+    reported, answers = await coverage("the weather in Beijing tomorrow", 8)  # every chunk answers
+    assert reported == pytest.approx(answers, abs=1e-6) and reported < 1.0
+    reported, answers = await coverage("读取文件", 8)  # a question read in part: the lesser
+    assert 0 < reported < answers
+
+
 async def test_gateway_gives_no_graph_weight_to_a_corpus_of_documents(
     stack: Stack, multilingual: indexer_pb2.IndexProgress
 ) -> None:

@@ -7,9 +7,9 @@ import pytest
 
 from services.fusion.fuse import Fused, Ranked, cap_per_file, confidence, normalize_scores, rrf, weighted
 from services.fusion.gateway import FusionPlan, confident_weights, entity_plan, in_document_context, plan
-from services.vector.coverage import model_coverage
 from tribrid.config import EmbeddingConfig, FusionConfig
 from tribrid.corpus_profile import CorpusProfile
+from tribrid.coverage import model_coverage
 from tribrid.v1 import (
     common_pb2,
 )
@@ -215,7 +215,7 @@ def test_a_leg_that_reads_part_of_the_question_is_trusted_as_much_less() -> None
     half, reason = confident_weights(natural, scores, 30, {"vector": 0.5, "sparse": 0.0})
     # the vector leg's confidence halves, its weight (confidence squared) falls to a quarter
     ratio = (half["vector"] / half["sparse"]) / (whole["vector"] / whole["sparse"])
-    assert ratio == pytest.approx(0.25) and "reads 50% of the question" in reason
+    assert ratio == pytest.approx(0.25) and "reads 50% of the texts it compares" in reason
 
 
 def test_the_model_reads_english_whole_and_chinese_in_part() -> None:
@@ -225,6 +225,14 @@ def test_the_model_reads_english_whole_and_chinese_in_part() -> None:
     # 林 家 的 女 and the full-width question mark are known: 5 of 10 pieces
     assert coverage.of("林黛玉是哪家的女儿\N{FULLWIDTH QUESTION MARK}") == pytest.approx(0.5)
     assert model_coverage(EmbeddingConfig(provider="openai")) is None
+    # a chunk's share, as the indexer stores it: to two decimals, of what the model reads
+    long_english = "Athos drew his sword. " * 40 + "\N{GRINNING FACE}"  # the emoji is past what it reads
+    assert coverage.of_texts(["林黛玉是哪家的女儿\N{FULLWIDTH QUESTION MARK}", long_english, ""]) == [
+        0.5,
+        1.0,
+        1.0,
+    ]
+    assert coverage.of_texts(["Athos smiled \N{GRINNING FACE}"]) == [0.75]
 
 
 def test_a_kind_that_weighs_only_the_graph_keeps_it_on_a_corpus_of_documents() -> None:

@@ -210,6 +210,9 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
             used_at timestamptz NOT NULL
         );
         """,
+        # The share of a chunk's embedded text the local model read (tribrid/coverage.py); NULL
+        # when not measured (an embedding endpoint, a row written before).
+        "ALTER TABLE chunks ADD COLUMN model_coverage real",
     ]
 
 

@@ -1,10 +1,14 @@
-"""How much of a question the embedding model can read: the share of its word pieces that are in
-the model's vocabulary. all-MiniLM-L6-v2 was trained on English; it maps most Chinese characters
-to [UNK] ("林黛玉是哪家的女儿" keeps 4 of 9), and the nearest chunks of such a vector answer a
-question the model never saw. The gateway scales the vector leg's confidence by it."""
+"""How much of a text the embedding model can read: the share of its word pieces that are in the
+model's vocabulary. all-MiniLM-L6-v2 was trained on English; it maps most Chinese characters to
+[UNK] ("林黛玉是哪家的女儿" keeps 4 of 9), and the nearest chunks of such a vector answer a question
+the model never saw. The same holds the other way: an English question's vector compared with
+chunks the model read a third of. The indexer stores each chunk's share (`chunks.model_coverage`);
+the vector leg reports the lesser of the question's and its answers' mean, and the gateway scales
+the vector leg's confidence by it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from tokenizers import Tokenizer
@@ -22,10 +26,24 @@ class Coverage:
 
     @lru_cache(maxsize=4096)  # noqa: B019 - one instance per process, questions repeat
     def of(self, text: str) -> float:
+        return self.of_text(text)
+
+    def of_text(self, text: str) -> float:
+        """Uncached: a chunk's text is read once, when it is indexed."""
         ids = self._tokenizer.encode(text, add_special_tokens=False).ids
         if not ids:
             return 1.0
         return 1.0 - sum(1 for token in ids if token == self._unknown) / len(ids)
+
+    def of_texts(self, texts: Sequence[str]) -> list[float]:
+        """Each text's share, to two decimals (a few unknown pieces in a long English text read as
+        whole), tokenized in one batch."""
+        shares = []
+        for encoding in self._tokenizer.encode_batch(list(texts), add_special_tokens=False):
+            ids = encoding.ids
+            unknown = sum(1 for token in ids if token == self._unknown)
+            shares.append(round(1.0 - unknown / len(ids), 2) if ids else 1.0)
+        return shares
 
 
 def model_coverage(cfg: EmbeddingConfig) -> Coverage | None:
