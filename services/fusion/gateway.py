@@ -371,7 +371,7 @@ def confident_weights(
     if sum(scaled.values()) <= 0:
         return weights, fusion_plan.weights_reason
     said = ", ".join(
-        f"{leg} {conf[leg]:.2f}" + (f" (reads {read[leg]:.0%} of the texts it compares)" if leg in read else "")
+        f"{leg} {conf[leg]:.2f}" + (f" (reads {read[leg]:.0%} of what it compares)" if leg in read else "")
         for leg in LEG_NAMES
         if leg in conf
     )

@@ -215,7 +215,7 @@ def test_a_leg_that_reads_part_of_the_question_is_trusted_as_much_less() -> None
     half, reason = confident_weights(natural, scores, 30, {"vector": 0.5, "sparse": 0.0})
     # the vector leg's confidence halves, its weight (confidence squared) falls to a quarter
     ratio = (half["vector"] / half["sparse"]) / (whole["vector"] / whole["sparse"])
-    assert ratio == pytest.approx(0.25) and "reads 50% of the texts it compares" in reason
+    assert ratio == pytest.approx(0.25) and "reads 50% of what it compares" in reason
 
 
 def test_the_model_reads_english_whole_and_chinese_in_part() -> None:
