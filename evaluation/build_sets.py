@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from evaluation import REPO_ROOT, doc_sets
+from evaluation import REPO_ROOT, doc_sets, pinned
 
 PACKAGES = ("click", "httpx")
 SEED = 20260522
@@ -297,44 +297,50 @@ def _def_lines(tree: ast.Module) -> list[tuple[str, int, int | None]]:
 # --- corpora -------------------------------------------------------------------------------------
 
 
-def package_dirs() -> dict[str, Path]:
-    import click
-    import httpx
-
-    mods = {"click": click, "httpx": httpx}
-    return {name: Path(str(mods[name].__file__)).resolve().parent for name in PACKAGES}
+def package_dirs(pins: dict[str, str]) -> dict[str, Path]:
+    return {name: pinned.package_dir(name, name, pins[name]) for name in PACKAGES}
 
 
 def versions() -> dict[str, str]:
+    """The installed versions (what `make eval-sets` builds the sets from)."""
     return {name: importlib.metadata.version(name) for name in PACKAGES}
+
+
+def pins() -> dict[str, str]:
+    """The versions the sets were built on (what `make eval` indexes), else the installed ones."""
+    installed = versions()
+    return {name: pinned.recorded_version(name) or installed[name] for name in PACKAGES}
 
 
 def _ignore(_dir: str, names: list[str]) -> list[str]:
     return [n for n in names if n == "__pycache__" or n.endswith(".pyc")]
 
 
-def materialize(work_dir: Path = WORK_DIR) -> dict[str, Path]:
-    """Copy the packages to <work>/code/ and a docstring-stripped copy to <work>/docstring/."""
+def materialize(work_dir: Path = WORK_DIR, at: dict[str, str] | None = None) -> dict[str, Path]:
+    """Copy the packages (at these versions; default: installed) to <work>/code/ and a
+    docstring-stripped copy to <work>/docstring/."""
+    at = at or versions()
     code, stripped = work_dir / "code", work_dir / "docstring"
     for target in (code, stripped):
         if target.exists():
             shutil.rmtree(target)
-    for name, src in package_dirs().items():
+    for name, src in package_dirs(at).items():
         shutil.copytree(src, code / name, ignore=_ignore)
         shutil.copytree(src, stripped / name, ignore=_ignore)
         for path in sorted((stripped / name).rglob("*.py")):
             path.write_text(strip_docstrings(path.read_text(encoding="utf-8")), encoding="utf-8")
-    (work_dir / "versions.json").write_text(json.dumps(versions(), indent=1) + "\n")
+    (work_dir / "versions.json").write_text(json.dumps(at, indent=1) + "\n")
     return {"eval-code": code, "eval-docstring": stripped}
 
 
 def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
-    """The corpus directories, (re)built when missing or made from other package versions."""
+    """The corpus directories at the versions the sets were built on, (re)built when missing or
+    made from other versions."""
     stamp = work_dir / "versions.json"
-    current = stamp.exists() and json.loads(stamp.read_text()) == versions()
+    current = stamp.exists() and json.loads(stamp.read_text()) == pins()
     dirs = {corpus: work_dir / sub for corpus, sub in CORPUS_DIRS.items()}
     if not current or not all(d.is_dir() for d in dirs.values()):
-        return materialize(work_dir)
+        return materialize(work_dir, pins())
     return dirs
 
 

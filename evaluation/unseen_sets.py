@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation import REPO_ROOT
+from evaluation import REPO_ROOT, pinned
 from evaluation.build_sets import (
     SETS_DIR,
     CodeBase,
@@ -75,6 +75,8 @@ DOCSTRING_SETS = {
     "unseen-docstring-4": ("werkzeug", "pyparsing"),
 }
 DOCSTRING_QUERIES = 150
+# a library's module -> its distribution on PyPI, where the names differ
+_DISTRIBUTIONS = {"docx": "python-docx", "dateutil": "python-dateutil"}
 HELD_OUT = (
     "unseen-starlette",
     "unseen-starlette-reworded-13",
@@ -252,8 +254,9 @@ def build_questions(
 
 
 def package_dir(library: str) -> Path:
-    module = importlib.import_module(library)
-    return Path(str(module.__file__)).resolve().parent
+    """The library's source at the version the sets were built on where the manifest records it
+    (anyio, starlette), else as installed."""
+    return pinned.package_dir(_DISTRIBUTIONS.get(library, library), library)
 
 
 def corpus_dirs(work_dir: Path = WORK_DIR) -> dict[str, Path]:
