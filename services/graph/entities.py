@@ -90,12 +90,13 @@ async def resolve(
     what: str,
     types: Sequence[str] = (),
     spelled: Callable[[str], Awaitable[list[str]]] | None = None,
+    spelled_near: Callable[[str, int], Awaitable[list[str]]] | None = None,
 ) -> Entity:
     """The one entity `ref` names: by id, by qualified name, or by a plain name that fits exactly one
     (see `by_name`), else by another spelling of a name (`spelled`: the ids a text spells, such as
     "Wang Xifeng" for 王熙凤). A plain name that fits none but resembles some (`candidates` among
-    `types`) is INVALID_ARGUMENT listing them best first, like an ambiguous one; NOT_FOUND when none
-    does."""
+    `types`, else `spelled_near`: the ids whose other spellings it resembles, best first) is
+    INVALID_ARGUMENT listing them best first, like an ambiguous one; NOT_FOUND when none does."""
     named = [f for f in ("entity_id", "qualified_name", "name") if getattr(ref, f)]
     if len(named) != 1:
         raise invalid(f"{what}: set exactly one of entity_id, qualified_name or name")
@@ -110,6 +111,8 @@ async def resolve(
     named_as = ref.entity_id or ref.qualified_name or ref.name
     if not found and ref.name:
         near = await candidates(store, key, ref.name, types, _CANDIDATES_SHOWN)
+        if not near and spelled_near is not None:
+            near = await store.get_entities(key, await spelled_near(ref.name, _CANDIDATES_SHOWN))
         if near:
             shown = ", ".join(_candidate(e) for e in near)
             raise invalid(

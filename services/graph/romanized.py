@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from rapidfuzz.distance import Levenshtein
+
 _HAN_NAME = re.compile(r"[\u4e00-\u9fff]{2,6}")
 _FIRST_READINGS = 3  # the surname's readings spelled: its reading in the name, then others
 _VOWEL_START = ("a", "o", "e")
@@ -74,3 +76,34 @@ def with_romanized(names: Iterable[str]) -> tuple[str, ...]:
     """The names, then the romanized spellings of those written in Han characters."""
     names = tuple(names)
     return tuple(dict.fromkeys((*names, *(s for name in names for s in romanized(name)))))
+
+
+class RomanizedNames:
+    """The romanized spellings of a graph's Chinese names, to offer as candidates for a name that
+    fits none: a spelling that starts with it word by word ("jia" -> "jia baoyu", "jia zheng"), or
+    one edit from it ("wang xifen")."""
+
+    def __init__(self, entities: Iterable[tuple[str, Iterable[str]]]) -> None:
+        owners: dict[str, dict[str, None]] = {}
+        for entity_id, names in entities:
+            for name in names:
+                for spelling in romanized(name):
+                    owners.setdefault(spelling.replace("'", ""), {})[entity_id] = None
+        self._owners = {spelling: list(ids) for spelling, ids in sorted(owners.items())}
+
+    def nearest(self, name: str, limit: int) -> list[str]:
+        """Entity ids, nearest first: an exact start before an edit, then the shorter spelling, then
+        the spelling and the id (deterministic)."""
+        typed = " ".join(name.casefold().replace("'", "").split())
+        if not typed or not typed.isascii():
+            return []
+        ranked: list[tuple[int, int, str, str]] = []
+        for spelling, ids in self._owners.items():
+            if spelling == typed or spelling.startswith(typed + " "):
+                distance = 0
+            elif (distance := Levenshtein.distance(spelling, typed, score_cutoff=1)) > 1:
+                continue
+            else:
+                distance = 1
+            ranked += [(distance, len(spelling), spelling, entity_id) for entity_id in ids]
+        return list(dict.fromkeys(entity_id for *_, entity_id in sorted(ranked)))[:limit]

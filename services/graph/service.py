@@ -29,7 +29,7 @@ from services.graph.documents import (
 from services.graph.external import ExternalNames
 from services.graph.per_graph import PerGraph
 from services.graph.recent_graphs import RecentGraphs
-from services.graph.romanized import with_romanized
+from services.graph.romanized import RomanizedNames, with_romanized
 from services.graph.search import GraphResult, expand_context, graph_search
 from services.graph.snapshot import GraphSnapshot
 from services.graph.snapshot_loader import load_apart
@@ -165,6 +165,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._types: PerGraph[entities.GraphTypes] = PerGraph(cfg.snapshot_max_graphs)
         # The names and aliases of a graph's named entities, to find them in questions in any script.
         self._linkers: PerGraph[EntityLinker] = PerGraph(cfg.snapshot_max_graphs)
+        self._romanized_names: PerGraph[RomanizedNames] = PerGraph(cfg.snapshot_max_graphs)
         self._recent = RecentGraphs(pool)
 
     async def _graph(self, corpus_id: str, *, used: bool = True) -> tuple[str, str]:
@@ -297,7 +298,21 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         async def spelled(name: str) -> list[str]:
             return (await self._linker(key, life)).named(name)
 
-        return await entities.resolve(self._store, key, ref, what, types.named, spelled)
+        async def spelled_near(name: str, limit: int) -> list[str]:
+            return (await self._romanized(key, life)).nearest(name, limit)
+
+        return await entities.resolve(self._store, key, ref, what, types.named, spelled, spelled_near)
+
+    async def _romanized(self, key: str, life: str) -> RomanizedNames:
+        """The romanized spellings of the graph's Chinese names, for a name that fits none (read
+        once per graph, on the first such name)."""
+
+        async def load() -> RomanizedNames:
+            free = await self._store.entities_in_files(key, [""])
+            named = [(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
+            return await asyncio.to_thread(RomanizedNames, named)
+
+        return await self._romanized_names.get(key, life, load)
 
     async def _community(self, key: str, found: list[Entity]) -> dict[str, int]:
         return await self._store.community_of(key, [e.entity_id for e in found])

@@ -205,6 +205,15 @@ async def test_an_english_question_finds_a_chinese_name_as_pinyin(stack: Stack, 
         assert [m.file_path for m in chunks.matches] == [  # type: ignore[attr-defined]
             "zurich.md" if spelled == "Zurich" else "natlan.md"
         ]
+    for near in ("Yi", "Yi Fq"):  # the start of a spelling, one edit from one: the candidates
+        with pytest.raises(grpc.aio.AioRpcError) as offered:
+            await graph_call(
+                stack,
+                "EntitySearch",
+                graph_pb2.EntitySearchRequest(corpus_id=CORPUS, entity=graph_pb2.EntityRef(name=near)),
+            )
+        assert offered.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "names no entity; the nearest, best first: 伊法" in (offered.value.details() or "")
     with pytest.raises(grpc.aio.AioRpcError) as longer:  # a spelling inside a longer name is not it
         await graph_call(
             stack,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.graph.romanized import romanized, with_romanized
+from services.graph.romanized import RomanizedNames, romanized, with_romanized
 from tribrid.entity_linking import EntityLinker, KnownEntity
 
 
@@ -35,3 +35,18 @@ def test_the_linker_finds_the_spellings_in_any_case_and_without_the_apostrophe()
     assert linker.mentions("from Xian to Xi'an") == {"xian": 2}
     assert linker.mentions("王熙凤") == {"p022": 1}
     assert linker.mentions("the wangxi fence") == {}  # a spelling ends on a word's end
+
+
+def test_a_name_that_fits_none_is_offered_the_nearest_spellings() -> None:
+    names = RomanizedNames(
+        [
+            ("baoyu", ("贾宝玉", "宝玉")),
+            ("zheng", ("贾政",)),
+            ("xifeng", ("王熙凤", "熙凤")),
+            ("other", ("Other",)),
+        ]
+    )
+    assert names.nearest("Jia", 10) == ["baoyu", "zheng"]  # a surname: each of the family, shorter first
+    assert names.nearest("wang xifen", 10) == names.nearest("Xifen", 10) == ["xifeng"]  # one edit
+    assert names.nearest("jia", 1) == ["baoyu"]
+    assert names.nearest("Qwxyz", 10) == names.nearest("贾", 10) == names.nearest("Oth", 10) == []
