@@ -26,24 +26,18 @@ class Coverage:
 
     @lru_cache(maxsize=4096)  # noqa: B019 - one instance per process, questions repeat
     def of(self, text: str) -> float:
-        return self.of_text(text)
-
-    def of_text(self, text: str) -> float:
-        """Uncached: a chunk's text is read once, when it is indexed."""
-        ids = self._tokenizer.encode(text, add_special_tokens=False).ids
-        if not ids:
-            return 1.0
-        return 1.0 - sum(1 for token in ids if token == self._unknown) / len(ids)
+        return self._share(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def of_texts(self, texts: Sequence[str]) -> list[float]:
         """Each text's share, to two decimals (a few unknown pieces in a long English text read as
         whole), tokenized in one batch."""
-        shares = []
-        for encoding in self._tokenizer.encode_batch(list(texts), add_special_tokens=False):
-            ids = encoding.ids
-            unknown = sum(1 for token in ids if token == self._unknown)
-            shares.append(round(1.0 - unknown / len(ids), 2) if ids else 1.0)
-        return shares
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [round(self._share(encoding.ids), 2) for encoding in encodings]
+
+    def _share(self, ids: Sequence[int]) -> float:
+        if not ids:
+            return 1.0
+        return 1.0 - sum(1 for token in ids if token == self._unknown) / len(ids)
 
 
 def model_coverage(cfg: EmbeddingConfig) -> Coverage | None:

@@ -56,7 +56,6 @@ def _spellings_of(syllables: list[str]) -> list[str]:
     return forms
 
 
-@cache
 def romanized(name: str) -> tuple[str, ...]:
     """The romanized spellings of a name written in 2-6 Han characters, most likely first; none
     for any other name."""
@@ -84,6 +83,7 @@ class RomanizedNames:
     one edit from it ("wang xifen")."""
 
     def __init__(self, entities: Iterable[tuple[str, Iterable[str]]]) -> None:
+        """`entities`: (id, names and aliases)."""
         owners: dict[str, dict[str, None]] = {}
         for entity_id, names in entities:
             for name in names:
@@ -99,11 +99,8 @@ class RomanizedNames:
             return []
         ranked: list[tuple[int, int, str, str]] = []
         for spelling, ids in self._owners.items():
-            if spelling == typed or spelling.startswith(typed + " "):
-                distance = 0
-            elif (distance := Levenshtein.distance(spelling, typed, score_cutoff=1)) > 1:
-                continue
-            else:
-                distance = 1
-            ranked += [(distance, len(spelling), spelling, entity_id) for entity_id in ids]
+            starts = spelling == typed or spelling.startswith(typed + " ")
+            distance = 0 if starts else Levenshtein.distance(spelling, typed, score_cutoff=1)
+            if distance <= 1:
+                ranked += [(distance, len(spelling), spelling, entity_id) for entity_id in ids]
         return list(dict.fromkeys(entity_id for *_, entity_id in sorted(ranked)))[:limit]

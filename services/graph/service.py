@@ -229,14 +229,18 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         Chinese name also as English-language readers spell it (`romanized`; read once per
         graph)."""
 
-        def build(named: list[Entity]) -> EntityLinker:
-            return EntityLinker(KnownEntity(e.entity_id, with_romanized((e.name, *e.aliases))) for e in named)
+        def build(named: list[tuple[str, tuple[str, ...]]]) -> EntityLinker:
+            return EntityLinker(KnownEntity(entity_id, with_romanized(names)) for entity_id, names in named)
 
         async def load() -> EntityLinker:
-            free = await self._store.entities_in_files(key, [""])
-            return await asyncio.to_thread(build, [e for e in free if entities.is_named(e)])
+            return await asyncio.to_thread(build, await self._named_entities(key))
 
         return await self._linkers.get(key, life, load)
+
+    async def _named_entities(self, key: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Each named entity of the graph as (id, its name and aliases)."""
+        free = await self._store.entities_in_files(key, [""])
+        return [(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
 
     async def _recognized(self, query: str) -> list[str]:
         """The entity names NER finds in a question (the model loads on first use, off the loop,
@@ -308,9 +312,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         once per graph, on the first such name)."""
 
         async def load() -> RomanizedNames:
-            free = await self._store.entities_in_files(key, [""])
-            named = [(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
-            return await asyncio.to_thread(RomanizedNames, named)
+            return await asyncio.to_thread(RomanizedNames, await self._named_entities(key))
 
         return await self._romanized_names.get(key, life, load)
 
