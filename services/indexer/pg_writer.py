@@ -154,6 +154,16 @@ async def committed_root(pool: asyncpg.Pool, corpus_id: str) -> str | None:
     return root
 
 
+async def move_root(pool: asyncpg.Pool, corpus_id: str, root_path: str) -> None:
+    """Record where an unchanged corpus was indexed from now: the same files read from a moved
+    directory make no new generation, but a later graph import re-reads them from here."""
+    await pool.execute(
+        "UPDATE corpora SET root_path = $2 WHERE corpus_id = $1 AND root_path IS DISTINCT FROM $2",
+        corpus_id,
+        root_path,
+    )
+
+
 async def load_graph_import(pool: asyncpg.Pool, corpus_id: str, generation: int) -> ImportedGraph | None:
     """The newest import up to `generation` (None: the corpus has none)."""
     text = await pool.fetchval(

@@ -50,6 +50,7 @@ from services.indexer.pg_writer import (
     load_file_hashes,
     load_graph_import,
     load_index_format,
+    move_root,
     run_lock,
     store_graph_import,
     stored_vectors,
@@ -434,6 +435,7 @@ class IndexPipeline:
         counts.files_changed, counts.files_deleted = len(changed), len(deleted)
         counts.generation = base
         if committed is not None and not changed and not deleted and graph_import is None:
+            await move_root(self._pool, corpus_id, str(root))
             await self._report_unchanged(corpus_id, base, counts)
             yield counts.event("done", done=True, message="unchanged")
             return

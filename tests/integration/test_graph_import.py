@@ -6,6 +6,7 @@ removing it."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
+from services.indexer.pg_writer import committed_root
 from tests.stack import Stack, index_corpus
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, indexer_pb2, indexer_pb2_grpc
 
@@ -332,3 +334,26 @@ async def test_deleting_the_corpus_removes_the_import(stack: Stack, root: Path, 
             graph_pb2.EntitySearchRequest(corpus_id=CORPUS, entity=graph_pb2.EntityRef(entity_id="chasca")),
         )
     assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_an_import_reads_the_files_from_where_they_were_indexed_last(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The same files indexed from a moved directory make no new generation, but the corpus now
+    lives there: an import afterwards re-reads them from the new place (the old one is gone)."""
+    first, moved = tmp_path / "first", tmp_path / "moved"
+    first.mkdir()
+    for name, text in DOCS.items():
+        (first / name).write_text(text, encoding="utf-8")
+    corpus = "moved-graph"
+    indexed = await index_corpus(stack, corpus, first)
+    shutil.move(first, moved)
+    again = await index_corpus(stack, corpus, moved)
+    assert again.message == "unchanged" and again.generation == indexed.generation
+    assert await committed_root(await stack.resources.pool(), corpus) == str(moved)
+    done = await import_graph(stack, request(jsonl(*NODES, *EDGES), corpus_id=corpus))
+    assert done.generation == indexed.generation + 1 and done.linked_mentions > 0
+    async with stack.channel("indexer") as channel:
+        await indexer_pb2_grpc.IndexerStub(channel).DeleteCorpus(
+            indexer_pb2.DeleteCorpusRequest(corpus_id=corpus)
+        )
