@@ -156,7 +156,11 @@ class VectorConfig(_Section):
     # Must match the operator class of the corpora's HNSW indexes (checked at search time).
     metric: Literal["cosine", "l2", "inner_product"] = "cosine"
     hnsw_m: int = Field(16, ge=2, le=100)
-    hnsw_ef_construction: int = Field(64, ge=4, le=1000)
+    # pgvector's default is 64. At 200 a search at ef_search 100 finds 0.985-0.990 of the exact
+    # top 10 on a held-out set's 3,636 chunks over five builds, against 0.935-0.970 (some of its
+    # questions none of them), for the same CPU per search; building takes about 1.7 times as
+    # long. A corpus's index built with other settings is built again (stores.postgres).
+    hnsw_ef_construction: int = Field(200, ge=4, le=1000)
     ef_search: int = Field(100, ge=1, le=1000)
     max_ef_search: int = Field(400, ge=1, le=1000)
     # Similarity (higher = closer; cosine for unit vectors, whatever the metric) a match needs.

@@ -34,7 +34,7 @@ from services.vector.search import (
 from services.vector.service import VectorServicer
 from tests.stack import SAMPLE_CORPUS, Stack
 from tests.unit.test_query_embedding import CountingEmbedder
-from tribrid.config import VectorConfig
+from tribrid.config import TriBridConfig, VectorConfig
 from tribrid.embedding import Vectors
 from tribrid.models import Chunk, stable_id
 from tribrid.options import RequestError
@@ -319,6 +319,44 @@ async def test_the_indexers_start_gives_the_corpora_indexed_before_their_own_ind
     assert "WHERE (corpus_id = 'synth-earlier'::text)" in indexes[corpus_vector_index("synth-earlier")]
     await delete_corpus(pool, "synth-earlier")
     assert corpus_vector_index("synth-earlier") not in await indexes_of_chunks(pool)
+
+
+async def test_an_index_built_with_other_hnsw_settings_is_built_again(stack: Stack) -> None:
+    """A corpus's own index follows `hnsw_m` and `hnsw_ef_construction`: changed settings rebuild it
+    under the same name, by the next index run or the indexer's start, and searches still use it."""
+    vectors = synth_vectors(150, stack.cfg.embedding.dim, seed=7)
+    chunks = await write_corpus(
+        stack, "synth-rebuilt", [(f"r/r{i}.py", "python", f"r {i}") for i in range(150)], vectors
+    )
+    pool = await stack.resources.pool()
+    name = corpus_vector_index("synth-rebuilt")
+
+    async def options() -> list[str]:
+        return list(await pool.fetchval("SELECT reloptions FROM pg_class WHERE relname = $1", name))
+
+    def with_hnsw(m: int, efc: int) -> TriBridConfig:
+        vector = stack.cfg.vector.model_copy(
+            update={"exact_scan_max_rows": 100, "hnsw_m": m, "hnsw_ef_construction": efc}
+        )
+        return stack.cfg.model_copy(update={"vector": vector})
+
+    assert await index_corpus_vectors(pool, "synth-rebuilt", with_hnsw(8, 16).vector)
+    assert await options() == ["m=8", "ef_construction=16"]
+    assert await index_corpus_vectors(pool, "synth-rebuilt", with_hnsw(12, 40).vector)  # an index run
+    assert await options() == ["m=12", "ef_construction=40"]
+    indexer = IndexerServicer(with_hnsw(16, 48), pool, stack.resources.graph(), stack.resources.embedder())
+    assert "synth-rebuilt" in await indexer.warm_up()  # the indexer's start
+    assert await options() == ["m=16", "ef_construction=48"]
+    assert "synth-rebuilt" not in await indexer.warm_up()  # built as configured: left as it is
+    cfg = scan(with_hnsw(16, 48).vector)
+    settings = session_settings(cfg)
+    search_pool = await stack.resources.pool(settings, search=True)
+    result = await vector_search(
+        search_pool, cfg, params("synth-rebuilt"), vectors[42], pool_settings=settings
+    )
+    assert result.plan == "hnsw"
+    assert result.chunks[0].chunk.chunk_id == chunks[42].chunk_id
+    await delete_corpus(pool, "synth-rebuilt")
 
 
 async def test_a_database_user_that_cannot_build_indexes_leaves_the_corpus_to_exact_scans(

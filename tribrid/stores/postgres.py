@@ -238,55 +238,105 @@ def literal(text: str) -> str:
 
 async def index_corpus_vectors(pool: asyncpg.Pool, corpus_id: str, vector: VectorConfig) -> bool:
     """Give a corpus whose committed chunks are more than `exact_scan_max_rows` (searched by HNSW,
-    not by an exact scan) its own HNSW index, once; later rows are added to it as they are
-    written. True when the corpus has one. Building it blocks other corpora's writes, not reads
-    (about 1.5 s for 10k chunks here)."""
+    not by an exact scan) its own HNSW index, built with `hnsw_m` and `hnsw_ef_construction`;
+    later rows are added to it as they are written. An index built with other settings is built
+    again (`_rebuild_corpus_index`). True when the corpus has one. Building it blocks other
+    corpora's writes, not reads (about 2.5 s for 10k chunks here)."""
     count = await pool.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id)
     if count is None or count <= vector.exact_scan_max_rows:
         return False
-    sql = _CORPUS_INDEX_SQL.format(
-        name=corpus_vector_index(corpus_id),
-        opclass=OPCLASS[vector.metric],
-        m=vector.hnsw_m,
-        efc=vector.hnsw_ef_construction,
-        corpus=literal(corpus_id),
-    )
+    name = corpus_vector_index(corpus_id)
+    wanted = _hnsw_options(vector)
     try:
-        async with pool.acquire() as conn, conn.transaction():
-            # the graph in memory while it is built: a 100k-chunk corpus's needs about 250 MB
-            await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-            await conn.execute(sql)
-    except (asyncpg.DuplicateTableError, asyncpg.UniqueViolationError):
-        pass  # built meanwhile by another run or the indexer's start (IF NOT EXISTS looks first)
+        built = await _index_options(pool, name)
+        if built is not None:
+            if built != wanted:
+                await _rebuild_corpus_index(pool, name, built, wanted)
+            return True
+        sql = _CORPUS_INDEX_SQL.format(
+            name=name,
+            opclass=OPCLASS[vector.metric],
+            m=vector.hnsw_m,
+            efc=vector.hnsw_ef_construction,
+            corpus=literal(corpus_id),
+        )
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute(f"SET LOCAL maintenance_work_mem = '{_BUILD_MEMORY}'")
+                await conn.execute(sql)
+        except (asyncpg.DuplicateTableError, asyncpg.UniqueViolationError):
+            pass  # built meanwhile by another run or the indexer's start (IF NOT EXISTS looks first)
     except asyncpg.InsufficientPrivilegeError as err:
         # a database user that may write rows but not own the table: the corpus is then searched
-        # by an exact scan, slower but with the same answers; the run itself is not failed
+        # by an exact scan (or by its index as it was built), slower but with the same answers;
+        # the run itself is not failed
         log.warning(
-            "no HNSW index of its own for corpus %r: %s (the indexer's database user must own the"
-            " chunks table); it is searched by an exact scan",
+            "no HNSW index of its own built for corpus %r: %s (the indexer's database user must own"
+            " the chunks table); it is searched by an exact scan or the index it has",
             corpus_id,
             err,
         )
-        return False
+        return await _index_options(pool, name) is not None
     return True
+
+
+def _hnsw_options(vector: VectorConfig) -> dict[str, str]:
+    """The storage parameters a corpus's HNSW index is built with, as PostgreSQL lists them."""
+    return {"m": str(vector.hnsw_m), "ef_construction": str(vector.hnsw_ef_construction)}
+
+
+# The graph in memory while an index is built: a 100k-chunk corpus's needs about 250 MB.
+_BUILD_MEMORY = "512MB"
+
+
+async def _index_options(pool: asyncpg.Pool, name: str) -> dict[str, str] | None:
+    """The storage parameters an index was built with ({"m": "16", ...}); None without it."""
+    row = await pool.fetchrow("SELECT reloptions FROM pg_class WHERE relname = $1 AND relkind = 'i'", name)
+    if row is None:
+        return None
+    return dict(option.split("=", 1) for option in row["reloptions"] or [])
+
+
+async def _rebuild_corpus_index(
+    pool: asyncpg.Pool, name: str, built: dict[str, str], wanted: dict[str, str]
+) -> None:
+    """Build an index again with other HNSW settings, without blocking searches or writes while it
+    is built (REINDEX CONCURRENTLY: the old index serves until the new one replaces it). If that
+    fails, the old index stays with the settings it was built with, so a later call tries again."""
+    async with pool.acquire() as conn:
+        await conn.execute(f"ALTER INDEX {name} SET ({_storage(wanted)})")
+        await conn.execute(f"SET maintenance_work_mem = '{_BUILD_MEMORY}'")
+        try:
+            await conn.execute(f"REINDEX INDEX CONCURRENTLY {name}")
+        except asyncpg.PostgresError as err:
+            log.warning("vector index %s not built again: %s", name, err)
+            await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}_ccnew")  # the unfinished copy
+            await conn.execute(f"ALTER INDEX {name} RESET ({', '.join(wanted)})")
+            if built:
+                await conn.execute(f"ALTER INDEX {name} SET ({_storage(built)})")
+            return
+        finally:
+            await conn.execute("RESET maintenance_work_mem")
+    log.info("vector index built again", extra={"index": name, "options": wanted})
+
+
+def _storage(options: dict[str, str]) -> str:
+    return ", ".join(f"{key} = {value}" for key, value in options.items())
 
 
 async def index_every_corpus_vectors(pool: asyncpg.Pool, vector: VectorConfig) -> list[str]:
     """`index_corpus_vectors` for each corpus that should have its own index and has none (corpora
-    indexed before there were such indexes), one after another; the corpora it indexed."""
+    indexed before there were such indexes) or has one built with other HNSW settings, one after
+    another; the corpora it indexed."""
     rows = await pool.fetch(
         "SELECT corpus_id FROM corpora WHERE chunk_count > $1 ORDER BY corpus_id", vector.exact_scan_max_rows
     )
-    existing = {
-        r["indexname"]
-        for r in await pool.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
-    }
+    wanted = _hnsw_options(vector)
     built = []
     for row in rows:
         corpus_id = row["corpus_id"]
-        if corpus_vector_index(corpus_id) not in existing and await index_corpus_vectors(
-            pool, corpus_id, vector
-        ):
+        as_built = await _index_options(pool, corpus_vector_index(corpus_id))
+        if as_built != wanted and await index_corpus_vectors(pool, corpus_id, vector):
             built.append(corpus_id)
     return built
 
