@@ -323,7 +323,8 @@ async def test_the_indexers_start_gives_the_corpora_indexed_before_their_own_ind
 
 async def test_an_index_built_with_other_hnsw_settings_is_built_again(stack: Stack) -> None:
     """A corpus's own index follows `hnsw_m` and `hnsw_ef_construction`: changed settings rebuild it
-    under the same name, by the next index run or the indexer's start, and searches still use it."""
+    under the same name, by the next index run or the indexer's start, and searches still use it.
+    A rebuild that was cut short is started again."""
     vectors = synth_vectors(150, stack.cfg.embedding.dim, seed=7)
     chunks = await write_corpus(
         stack, "synth-rebuilt", [(f"r/r{i}.py", "python", f"r {i}") for i in range(150)], vectors
@@ -344,9 +345,15 @@ async def test_an_index_built_with_other_hnsw_settings_is_built_again(stack: Sta
     assert await options() == ["m=8", "ef_construction=16"]
     assert await index_corpus_vectors(pool, "synth-rebuilt", with_hnsw(12, 40).vector)  # an index run
     assert await options() == ["m=12", "ef_construction=40"]
+    # what a rebuild cut short leaves beside the index (its new copy, unfinished): dropped first
+    await pool.execute(
+        f"CREATE INDEX {name}_new ON chunks USING hnsw (embedding vector_cosine_ops) WITH (m = 4)"
+        " WHERE corpus_id = 'synth-rebuilt'"
+    )
     indexer = IndexerServicer(with_hnsw(16, 48), pool, stack.resources.graph(), stack.resources.embedder())
     assert "synth-rebuilt" in await indexer.warm_up()  # the indexer's start
     assert await options() == ["m=16", "ef_construction=48"]
+    assert [n for n in await indexes_of_chunks(pool) if n.startswith(name)] == [name]
     assert "synth-rebuilt" not in await indexer.warm_up()  # built as configured: left as it is
     cfg = scan(with_hnsw(16, 48).vector)
     settings = session_settings(cfg)
