@@ -384,14 +384,21 @@ async def test_a_database_user_that_cannot_build_indexes_leaves_the_corpus_to_ex
         min_size=1,
         max_size=1,
     )
+    name = corpus_vector_index(SYNTH)
     try:
         assert not await index_corpus_vectors(writer, SYNTH, stack.cfg.vector)  # not the table's owner
+        assert name not in await indexes_of_chunks(admin)
+        result = await vector_search(admin, scan(stack.cfg.vector), params(), vectors[42])
+        assert result.chunks[0].chunk.chunk_id == chunks[42].chunk_id  # answered, without its own index
+        assert await index_corpus_vectors(admin, SYNTH, stack.cfg.vector)  # as the other tests had it
+        built = await admin.fetchval("SELECT reloptions FROM pg_class WHERE relname = $1", name)
+        other = stack.cfg.vector.model_copy(update={"hnsw_ef_construction": 32})
+        # nor can it build the index again: the corpus keeps the one it has
+        assert await index_corpus_vectors(writer, SYNTH, other)
+        assert await admin.fetchval("SELECT reloptions FROM pg_class WHERE relname = $1", name) == built
+        assert [n for n in await indexes_of_chunks(admin) if n.startswith(name)] == [name]
     finally:
         await writer.close()
-    assert corpus_vector_index(SYNTH) not in await indexes_of_chunks(admin)
-    result = await vector_search(admin, scan(stack.cfg.vector), params(), vectors[42])
-    assert result.chunks[0].chunk.chunk_id == chunks[42].chunk_id  # answered, without its own index
-    assert await index_corpus_vectors(admin, SYNTH, stack.cfg.vector)  # as the other tests had it
 
 
 async def test_unfiltered_query_uses_hnsw_index(stack: Stack, synth: tuple[list[Chunk], Vectors]) -> None:
