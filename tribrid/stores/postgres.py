@@ -338,8 +338,11 @@ async def index_every_corpus_vectors(pool: asyncpg.Pool, vector: VectorConfig) -
 
 
 async def drop_corpus_vector_index(pool: asyncpg.Pool, corpus_id: str) -> None:
-    """Drop a deleted corpus's own HNSW index, without blocking searches while it goes."""
-    await pool.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {corpus_vector_index(corpus_id)}")
+    """Drop a deleted corpus's own HNSW index, and an unfinished copy a rebuild cut short left,
+    without blocking searches while they go."""
+    name = corpus_vector_index(corpus_id)
+    for index in (name, f"{name}_new"):
+        await pool.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index}")
 
 
 def committed(alias: str, corpus_arg: str = "$1") -> str:
