@@ -368,6 +368,23 @@ async def test_an_index_built_with_other_hnsw_settings_is_built_again(stack: Sta
     assert not [n for n in await indexes_of_chunks(pool) if n.startswith(name)]
 
 
+async def test_a_rebuild_and_a_delete_of_the_same_corpus_take_turns(stack: Stack) -> None:
+    """A corpus deleted while its index is built again (the indexer's start rebuilding it) loses
+    its index and the unfinished copy, and neither call fails: in PostgreSQL the two wait for each
+    other, and one of them ended as a deadlock."""
+    vectors = synth_vectors(150, stack.cfg.embedding.dim, seed=9)
+    await write_corpus(
+        stack, "synth-turns", [(f"t/t{i}.py", "python", f"t {i}") for i in range(150)], vectors
+    )
+    pool = await stack.resources.pool()
+    vector = stack.cfg.vector.model_copy(update={"exact_scan_max_rows": 100, "hnsw_ef_construction": 32})
+    assert await index_corpus_vectors(pool, "synth-turns", vector)
+    other = vector.model_copy(update={"hnsw_ef_construction": 48})
+    await asyncio.gather(index_corpus_vectors(pool, "synth-turns", other), delete_corpus(pool, "synth-turns"))
+    name = corpus_vector_index("synth-turns")
+    assert not [n for n in await indexes_of_chunks(pool) if n.startswith(name)]
+
+
 async def test_a_database_user_that_cannot_build_indexes_leaves_the_corpus_to_exact_scans(
     stack: Stack, synth: tuple[list[Chunk], Vectors]
 ) -> None:

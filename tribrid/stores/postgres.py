@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -253,34 +255,51 @@ async def index_corpus_vectors(pool: asyncpg.Pool, corpus_id: str, vector: Vecto
     later rows are added to it as they are written. An index built with other settings is built
     again (`_rebuild_corpus_index`). True when the corpus has one. Building it blocks other
     corpora's writes, not reads (about 4 s for 10k chunks here)."""
-    count = await pool.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id)
-    if count is None or count <= vector.exact_scan_max_rows:
-        return False
     name = corpus_vector_index(corpus_id)
-    try:
-        built = await _index_options(pool, name)
-        if built is not None:
-            if built != _hnsw_options(vector):
-                await _rebuild_corpus_index(pool, corpus_id, vector)
-            return True
+    async with _corpus_index_lock(pool, corpus_id) as conn:
+        # read under the lock: a corpus deleted meanwhile gets no index
+        count = await conn.fetchval("SELECT chunk_count FROM corpora WHERE corpus_id = $1", corpus_id)
+        if count is None or count <= vector.exact_scan_max_rows:
+            return False
         try:
-            async with pool.acquire() as conn, conn.transaction():
+            built = await _index_options(conn, name)
+            if built is not None:
+                if built != _hnsw_options(vector):
+                    await _rebuild_corpus_index(conn, corpus_id, vector)
+                return True
+            async with conn.transaction():
                 await conn.execute(f"SET LOCAL maintenance_work_mem = '{_BUILD_MEMORY}'")
                 await conn.execute(_corpus_index_sql(name, corpus_id, vector))
-        except (asyncpg.DuplicateTableError, asyncpg.UniqueViolationError):
-            pass  # built meanwhile by another run or the indexer's start (IF NOT EXISTS looks first)
-    except asyncpg.InsufficientPrivilegeError as err:
-        # a database user that may write rows but not own the table: the corpus is then searched
-        # by an exact scan (or by its index as it was built), slower but with the same answers;
-        # the run itself is not failed
-        log.warning(
-            "no HNSW index of its own built for corpus %r: %s (the indexer's database user must own"
-            " the chunks table); it is searched by an exact scan or the index it has",
-            corpus_id,
-            err,
-        )
-        return await _index_options(pool, name) is not None
+        except asyncpg.InsufficientPrivilegeError as err:
+            # a database user that may write rows but not own the table: the corpus is then
+            # searched by an exact scan (or by its index as it was built), slower but with the
+            # same answers; the run itself is not failed
+            log.warning(
+                "no HNSW index of its own built for corpus %r: %s (the indexer's database user must"
+                " own the chunks table); it is searched by an exact scan or the index it has",
+                corpus_id,
+                err,
+            )
+            return await _index_options(conn, name) is not None
     return True
+
+
+@asynccontextmanager
+async def _corpus_index_lock(pool: asyncpg.Pool, corpus_id: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection holding the corpus's index lock (a session advisory lock) until the block
+    ends. Builds, rebuilds and drops of a corpus's index take turns under it, in every process: a
+    concurrent rebuild and a concurrent drop of the same index wait for each other in PostgreSQL,
+    which ends one of them as a deadlock."""
+    key = int.from_bytes(hashlib.md5(f"vector index {corpus_id}".encode()).digest()[:8], "big", signed=True)
+    async with pool.acquire() as conn:
+        # tried, not waited for: a statement waiting for the lock is a transaction, which a
+        # concurrent build under the lock would wait for in turn
+        while not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):  # noqa: ASYNC110 (another process's)
+            await asyncio.sleep(_LOCK_POLL_S)
+        try:
+            yield conn
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", key)
 
 
 def _hnsw_options(vector: VectorConfig) -> dict[str, str]:
@@ -288,35 +307,36 @@ def _hnsw_options(vector: VectorConfig) -> dict[str, str]:
     return {"m": str(vector.hnsw_m), "ef_construction": str(vector.hnsw_ef_construction)}
 
 
+_LOCK_POLL_S = 0.05
+
 # The graph in memory while an index is built: a 100k-chunk corpus's needs about 250 MB.
 _BUILD_MEMORY = "512MB"
 
 
-async def _index_options(pool: asyncpg.Pool, name: str) -> dict[str, str] | None:
+async def _index_options(db: asyncpg.Pool | asyncpg.Connection, name: str) -> dict[str, str] | None:
     """The storage parameters an index was built with ({"m": "16", ...}); None without it."""
-    row = await pool.fetchrow("SELECT reloptions FROM pg_class WHERE relname = $1 AND relkind = 'i'", name)
+    row = await db.fetchrow("SELECT reloptions FROM pg_class WHERE relname = $1 AND relkind = 'i'", name)
     if row is None:
         return None
     return dict(option.split("=", 1) for option in row["reloptions"] or [])
 
 
-async def _rebuild_corpus_index(pool: asyncpg.Pool, corpus_id: str, vector: VectorConfig) -> None:
+async def _rebuild_corpus_index(conn: asyncpg.Connection, corpus_id: str, vector: VectorConfig) -> None:
     """Build a corpus's index again with the configured settings: a new one beside it, built
     without blocking searches or writes, then swapped in under the old one's name in one
     transaction. A build cut short leaves only the old index and an unfinished new one, which the
-    next call drops before it starts again."""
+    next call drops before it starts again. `conn` holds the corpus's index lock."""
     name = corpus_vector_index(corpus_id)
     fresh = f"{name}_new"
-    async with pool.acquire() as conn:
-        await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {fresh}")
-        await conn.execute(f"SET maintenance_work_mem = '{_BUILD_MEMORY}'")
-        try:
-            await conn.execute(_corpus_index_sql(fresh, corpus_id, vector, concurrently=True))
-        finally:
-            await conn.execute("RESET maintenance_work_mem")
-        async with conn.transaction():
-            await conn.execute(f"DROP INDEX {name}")
-            await conn.execute(f"ALTER INDEX {fresh} RENAME TO {name}")
+    await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {fresh}")
+    await conn.execute(f"SET maintenance_work_mem = '{_BUILD_MEMORY}'")
+    try:
+        await conn.execute(_corpus_index_sql(fresh, corpus_id, vector, concurrently=True))
+    finally:
+        await conn.execute("RESET maintenance_work_mem")
+    async with conn.transaction():
+        await conn.execute(f"DROP INDEX {name}")
+        await conn.execute(f"ALTER INDEX {fresh} RENAME TO {name}")
     log.info("vector index built again", extra={"index": name, "options": _hnsw_options(vector)})
 
 
@@ -341,8 +361,9 @@ async def drop_corpus_vector_index(pool: asyncpg.Pool, corpus_id: str) -> None:
     """Drop a deleted corpus's own HNSW index, and an unfinished copy a rebuild cut short left,
     without blocking searches while they go."""
     name = corpus_vector_index(corpus_id)
-    for index in (name, f"{name}_new"):
-        await pool.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index}")
+    async with _corpus_index_lock(pool, corpus_id) as conn:
+        for index in (name, f"{name}_new"):
+            await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index}")
 
 
 def committed(alias: str, corpus_arg: str = "$1") -> str:
