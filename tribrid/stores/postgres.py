@@ -218,20 +218,13 @@ def migrations(dim: int, vector: VectorConfig) -> list[str]:
     ]
 
 
-_CORPUS_INDEX_SQL = (
-    "CREATE INDEX {concurrently}IF NOT EXISTS {name} ON chunks USING hnsw (embedding {opclass})"
-    " WITH (m = {m}, ef_construction = {efc}) WHERE corpus_id = {corpus}"
-)
-
-
 def _corpus_index_sql(name: str, corpus_id: str, vector: VectorConfig, concurrently: bool = False) -> str:
-    return _CORPUS_INDEX_SQL.format(
-        concurrently="CONCURRENTLY " if concurrently else "",
-        name=name,
-        opclass=OPCLASS[vector.metric],
-        m=vector.hnsw_m,
-        efc=vector.hnsw_ef_construction,
-        corpus=literal(corpus_id),
+    """The statement that builds a corpus's own HNSW index, `name`, with the configured settings."""
+    return (
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {name} ON chunks"
+        f" USING hnsw (embedding {OPCLASS[vector.metric]})"
+        f" WITH (m = {vector.hnsw_m}, ef_construction = {vector.hnsw_ef_construction})"
+        f" WHERE corpus_id = {literal(corpus_id)}"
     )
 
 
