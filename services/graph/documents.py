@@ -50,6 +50,7 @@ from typing import Literal
 
 from services.graph.chunk_rows import ChunkSource
 from services.graph.entities import edge_properties
+from services.graph.relation_words import QuestionTerms
 from services.graph.search import GraphResult, rows_in_rank_order, seed_match
 from tribrid.config import CODE_ENTITY_TYPES, DOCUMENT_RELATIONSHIP_TYPES, GraphSearchConfig
 from tribrid.graphstore.base import GraphView
@@ -83,6 +84,7 @@ MENTIONS, RELATED_TO, SIMILAR_TO = "mentions", "related_to", "similar_to"
 DEFINES = "defines"
 # What a seed's neighbour (over RELATED_TO or a typed relation) adds to a chunk that names it too,
 # against 1 for a seed: a chunk naming a person and their faction is likelier to state the relation.
+# Over a relation the question names ("X's husband"), the neighbour is what was asked for: 1.
 NEIGHBOUR_EVIDENCE = 0.5
 # Names a query may spell out in up to this many words ("Dell Technologies", "Round Rock Texas").
 MAX_NAME_WORDS = 4
@@ -472,18 +474,21 @@ async def _add_evidence(
     seeds: Sequence[tuple[Entity, float]],
     seed_mentions: Sequence[Relation],
     reached: dict[str, Reached],
+    question: QuestionTerms,
 ) -> None:
-    """`seed_mentions`: the MENTIONS edges into the seeds (read once per search).
+    """`seed_mentions`: the MENTIONS edges into the seeds (read once per search); `question`: the
+    question's words outside the seeds' names.
 
     Raise each chunk that names a seed to the sum of the evidence it names: every seed it
     mentions (its seed score) and, when the walk may go two steps, every neighbour of a seed over
-    RELATED_TO (at least `related_min_strength`) or a typed relation (NEIGHBOUR_EVIDENCE x the
-    edge's value x the seed's score x the neighbour's specificity among the seeds and neighbours:
-    `_specificity`). A chunk naming two of the question's entities, or one and
-    its organisation, ranks above one naming one; a question naming one entity and nothing related
-    is ranked as the walk ranked it. A request that narrows the walk's types narrows this too.
-    Every chunk of a seed is read: one the walk did not reach (past `max_fanout`) joins when it
-    names two of them, so the chunk that names both is found however often each is named elsewhere."""
+    RELATED_TO (at least `related_min_strength`) or a typed relation (NEIGHBOUR_EVIDENCE, or 1
+    over a typed relation the question names (relation_words), x the edge's value x the seed's
+    score x the neighbour's specificity among the seeds and neighbours: `_specificity`). A chunk
+    naming two of the question's entities, or one and its organisation, ranks above one naming
+    one; a question naming one entity and nothing related is ranked as the walk ranked it. A
+    request that narrows the walk's types narrows this too. Every chunk of a seed is read: one the
+    walk did not reach (past `max_fanout`) joins when it names two of them, so the chunk that names
+    both is found however often each is named elsewhere."""
     if MENTIONS not in settings.relationship_types:
         return
     walked = [t for t in settings.entity_relations if t != RELATED_TO or t in settings.relationship_types]
@@ -504,7 +509,9 @@ async def _add_evidence(
         if relation.type == RELATED_TO and relation.strength < settings.related_min_strength:
             continue
         if near in is_seed and far not in is_seed:
-            weight[far] = max(weight.get(far, 0.0), NEIGHBOUR_EVIDENCE * _edge_value(relation) * weight[near])
+            asked = relation.type != RELATED_TO and question.names(relation.type, relation.properties)
+            share = 1.0 if asked else NEIGHBOUR_EVIDENCE
+            weight[far] = max(weight.get(far, 0.0), share * _edge_value(relation) * weight[near])
     mentions = seed_mentions  # then the neighbours', all in relations_of's order
     if neighbours := sorted(set(weight) - is_seed):
         more = await reader.relations_of(key, neighbours, [MENTIONS], "in")
@@ -583,7 +590,8 @@ async def document_search(
         for rank, (entity, score) in enumerate(seeds)
     }
     await walk.run(starts, {}, 1, chunk_steps=False)
-    await _add_evidence(reader, key, settings, seeds, seed_mentions, walk.chunks)
+    question = QuestionTerms.of(params.query, (n for e, _ in seeds for n in (e.name, *e.aliases)))
+    await _add_evidence(reader, key, settings, seeds, seed_mentions, walk.chunks, question)
     seed_of = [entity for entity, _ in seeds]
     match_of = [seed_match(score) for _, score in found]
 

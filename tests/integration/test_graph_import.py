@@ -260,6 +260,44 @@ async def test_a_relation_stated_once_is_found_as_a_co_mention(stack: Stack, imp
     assert {r.relation for r in only.relations} == {"co_mentioned"}  # type: ignore[attr-defined]
 
 
+async def test_the_relation_a_question_names_leads_to_the_chunk_that_states_it(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Two paragraphs name Liesel, each with one of her neighbours: her husband and her friend, each
+    named once. The question that names the relation ("husband", a property's word; "friend", the
+    type's word; 丈夫 in Chinese, where 夫 is a property's run) ranks its paragraph first."""
+    corpus = "relation-words"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "husband.md").write_text("# Market\n\nLiesel walked with Bruno to the market.\n")
+    (docs / "friend.md").write_text("# Letter\n\nLiesel wrote a long letter to Carla.\n")
+    await index_corpus(stack, corpus, docs)
+    nodes: list[dict[str, Any]] = [
+        {"id": "liesel", "type": "character", "name": "Liesel", "aliases": ["莉泽尔"]},
+        {"id": "bruno", "type": "character", "name": "Bruno"},
+        {"id": "carla", "type": "character", "name": "Carla"},
+    ]
+    edges: list[dict[str, Any]] = [
+        {"source": "liesel", "relation": "FAMILY_OF", "target": "bruno", "properties": {"kind": "husband"}},
+        {"source": "bruno", "relation": "PARTNER_OF", "target": "liesel", "properties": {"label": "夫/妻"}},
+        {"source": "liesel", "relation": "FRIEND_OF", "target": "carla", "properties": {"since": "school"}},
+    ]
+    await import_graph(stack, request(jsonl(*nodes, *edges), corpus_id=corpus))
+    firsts: dict[str, str] = {}
+    for question in ("Who is Liesel's husband?", "Who is Liesel's friend?", "莉泽尔的丈夫是谁"):
+        found = await graph_call(
+            stack, "Search", common_pb2.SearchRequest(corpus_id=corpus, query=question, top_k=5)
+        )
+        assert isinstance(found, common_pb2.SearchResponse)
+        assert {m.file_path for m in found.matches} == {"husband.md", "friend.md"}
+        firsts[question] = found.matches[0].file_path
+    assert firsts == {
+        "Who is Liesel's husband?": "husband.md",
+        "Who is Liesel's friend?": "friend.md",
+        "莉泽尔的丈夫是谁": "husband.md",
+    }
+
+
 @pytest.mark.parametrize(
     ("name", "nearest"),
     [("Flower", "花羽会"), ("Chasco", "恰斯卡"), ("Zürick", "Zürich")],  # a start of an alias, one edit
