@@ -7,7 +7,7 @@ character at a time (compatibility decomposition and case folding: "Zürich" -> 
 boundaries, the overlaps) is decided on the folded text. Only counts are returned, so no offset
 ever maps back to the original text, and a fold that changes the length ("STRASSE" / "straße")
 cannot shift one. A name is also known without its punctuation as people type it ("Mme
-Bonacieux", "dartagnan", a straight apostrophe for a curly one); a text is never changed.
+Bonacieux", "dartagnan", a straight apostrophe for a curly one and back); a text is never changed.
 """
 
 from __future__ import annotations
@@ -124,14 +124,16 @@ def _spaced(text: str) -> str:
 
 
 def _spellings(name: str) -> tuple[str, ...]:
-    """The folded name, with a typographic apostrophe as a straight one, without abbreviation
-    periods and inner apostrophes, and for an accented name the unaccented spellings of those (in
-    this order, so that the output does not depend on string hashing)."""
+    """The folded name, with a typographic apostrophe as a straight one and a straight one as a
+    typographic one, without abbreviation periods and inner apostrophes, and for an accented name
+    the unaccented spellings of those (in this order, so that the output does not depend on string
+    hashing)."""
     if len(unicodedata.normalize("NFKC", name).strip()) < _MIN_NAME_LENGTH:
         return ()
     straight = _TYPOGRAPHIC_APOSTROPHE.sub("'", name)  # a curly apostrophe as a keyboard types it
+    curly = straight.replace("'", "\u2019")  # and a straight one as an editor's smart quotes make it
     bare = _INNER_APOSTROPHE.sub("", _ABBREVIATION_PERIOD.sub("", name))
-    folded = [_fold(name), _fold(straight), _fold(bare)]
+    folded = [_fold(name), _fold(straight), _fold(curly), _fold(bare)]
     return tuple(dict.fromkeys(s for f in folded for s in (f, _DIACRITICS.sub("", f)) if s))
 
 

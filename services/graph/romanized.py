@@ -1,14 +1,18 @@
 """Chinese names as English-language readers type them: the graph leg finds 王熙凤 in "Who is Wang
 Xifeng's husband?" (Hanyu Pinyin without tones, the spelling of most English translations and
-writing about Chinese texts).
+writing about Chinese texts since the 1980s) and in "Who is Wang Hsi-feng's husband?" (Wade-Giles,
+the spelling of older translations and scholarship: "Chia Pao-yü", "Hsüeh Pao-ch'ai").
 
 The spellings of a name of 2-6 Han characters, from the usual reading of each character
-(pypinyin): all syllables joined ("xifeng", "wangxifeng"), all spaced ("xi feng"), and the first
-one or two syllables, a surname, apart from the rest joined or hyphenated ("wang xifeng", "wang
-xi-feng", "ouyang xiu"). A surname can be read otherwise than the same character in a word (曾 is
-"zeng" as a surname, "ceng" in 曾经): the first character's other readings are spelled too. Only
-the graph leg's reading of questions and entity names uses these spellings, never the linking of
-chunks, so an English text is never linked to a Chinese name by a chance word.
+(pypinyin), in each romanization: all syllables joined ("xifeng", "wangxifeng"), all spaced ("xi
+feng"), and the first one or two syllables, a surname, apart from the rest joined or hyphenated
+("wang xifeng", "wang xi-feng", "ouyang xiu"); in Wade-Giles also every syllable hyphenated, its
+usual form for a given name ("pao-yü"). The linker also knows each spelling without its accents and
+inner apostrophes ("pao-yu", "hsueh pao-chai"). A surname can be read otherwise than the same
+character in a word (曾 is "zeng" as a surname, "ceng" in 曾经): the first character's other
+readings are spelled too. Only the graph leg's reading of questions and entity names uses these
+spellings, never the linking of chunks, so an English text is never linked to a Chinese name by a
+chance word.
 """
 
 from __future__ import annotations
@@ -56,19 +60,43 @@ def _spellings_of(syllables: list[str]) -> list[str]:
     return forms
 
 
-def romanized(name: str) -> tuple[str, ...]:
-    """The romanized spellings of a name written in 2-6 Han characters, most likely first; none
-    for any other name."""
-    name = name.strip()
-    if not _HAN_NAME.fullmatch(name):
-        return ()
+def _wade_giles_spellings_of(syllables: list[str]) -> list[str]:
+    """As `_spellings_of`, with every syllable hyphenated too ("pao-yü"), and no pinyin apostrophe
+    (Wade-Giles writes its apostrophes inside syllables: "ch'ai")."""
+    forms = ["".join(syllables), " ".join(syllables), "-".join(syllables)]
+    for cut in (1, 2):
+        if len(syllables) - cut >= 1 and (cut == 1 or len(syllables) >= 3):
+            head, rest = "".join(syllables[:cut]), syllables[cut:]
+            forms += [f"{head} {''.join(rest)}", f"{head} {'-'.join(rest)}"]
+            if cut == 2:  # a surname of two syllables: "ou-yang hsiu"
+                forms.append(f"{'-'.join(syllables[:cut])} {'-'.join(rest)}")
+    return forms
+
+
+def _readings(name: str, style: Any) -> list[list[str]]:
+    """The name's syllables in a style: the usual reading of each character, then the first
+    character's other readings (a surname's) with the rest, at most _FIRST_READINGS in all."""
     pypinyin = _pinyin()
-    style = pypinyin.Style.NORMAL
     usual = [s[0] for s in pypinyin.pinyin(name, style=style, v_to_u=True)]
     first = pypinyin.pinyin(name[0], style=style, heteronym=True, v_to_u=True)[0]
     readings = list(dict.fromkeys([usual[0], *first]))[:_FIRST_READINGS]
-    spelled = (_spellings_of([reading, *usual[1:]]) for reading in readings)
-    return tuple(dict.fromkeys(itertools.chain.from_iterable(spelled)))
+    return [[reading, *usual[1:]] for reading in readings]
+
+
+def romanized(name: str) -> tuple[str, ...]:
+    """The romanized spellings of a name written in 2-6 Han characters, most likely first (pinyin,
+    then Wade-Giles); none for any other name."""
+    name = name.strip()
+    if not _HAN_NAME.fullmatch(name):
+        return ()
+    styles = _pinyin().Style
+    pinyin = (_spellings_of(syllables) for syllables in _readings(name, styles.NORMAL))
+    # pypinyin writes Wade-Giles's ü as "v", a letter the system does not have
+    wade_giles = (
+        _wade_giles_spellings_of([s.replace("v", "ü") for s in syllables])
+        for syllables in _readings(name, styles.WADEGILES)
+    )
+    return tuple(dict.fromkeys(itertools.chain.from_iterable((*pinyin, *wade_giles))))
 
 
 def with_romanized(names: Iterable[str]) -> tuple[str, ...]:

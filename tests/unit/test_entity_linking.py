@@ -133,6 +133,7 @@ def test_a_korean_name_takes_the_particles_written_on_it() -> None:
         ("Mme. Bonacieux came; so did mme bonacieux", {"bonacieux": 2}),
         ("d'Artagnan's sword and dartagnan's horse", {"dartagnan": 2}),  # straight, or no apostrophe
         ("d\u2019Artagnan at Meung", {"dartagnan": 1}),
+        ("O\u2019Brien, O'Brien and OBrien", {"obrien": 3}),  # a name typed straight, a text curly
         ("the U.S. army", {"us": 1}),
         ("tell us about it", {}),  # a period inside a name stays: "U.S." is never "us"
         ("d artagnan", {}),  # a space is not an apostrophe left out
@@ -144,6 +145,7 @@ def test_names_typed_without_their_punctuation(text: str, found: dict[str, int])
             KnownEntity("bonacieux", ("Mme. Bonacieux",)),
             KnownEntity("dartagnan", ("d\u2019Artagnan",)),
             KnownEntity("us", ("U.S.",)),
+            KnownEntity("obrien", ("O'Brien",)),
         ]
     )
     assert linker.mentions(text) == found

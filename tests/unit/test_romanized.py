@@ -20,7 +20,36 @@ def test_a_surname_is_also_read_as_a_surname() -> None:
 
 def test_only_names_written_in_han_characters_are_spelled() -> None:
     assert romanized("Chasca") == romanized("王") == romanized("恰斯卡Q") == ()
-    assert with_romanized(("熙凤", "Xifeng")) == ("熙凤", "Xifeng", "xifeng", "xi feng", "yifeng", "yi feng")
+    assert with_romanized(("熙凤", "Xifeng"))[:6] == (
+        "熙凤",
+        "Xifeng",
+        "xifeng",
+        "xi feng",
+        "yifeng",
+        "yi feng",
+    )
+
+
+def test_a_name_is_spelled_in_wade_giles_too() -> None:
+    assert {"chia pao-yü", "chia paoyü", "chia pao yü"} <= set(romanized("贾宝玉"))
+    assert "pao-yü" in romanized("宝玉")  # a given name alone, hyphenated
+    assert "hsüeh pao-ch'ai" in romanized("薛宝钗")  # ü, and the apostrophe inside a syllable
+    assert "ou-yang hsiu" in romanized("欧阳修")
+    assert "tseng kuo-fan" in romanized("曾国藩")  # the surname's reading
+
+
+def test_the_linker_finds_wade_giles_as_people_type_it() -> None:
+    linker = EntityLinker(
+        [
+            KnownEntity("baoyu", with_romanized(("贾宝玉", "宝玉"))),
+            KnownEntity("baochai", with_romanized(("薛宝钗", "宝钗"))),
+        ]
+    )
+    smart_quote = "\u2019"  # as an editor types the apostrophe
+    assert linker.mentions(f"Chia Pao-yü meets Hsüeh Pao-ch{smart_quote}ai") == {"baoyu": 1, "baochai": 1}
+    assert linker.mentions("Did Pao-yu see Hsueh Pao-chai? paoyu did.") == {"baoyu": 2, "baochai": 1}
+    assert linker.mentions("a chia pao yu") == {"baoyu": 1}
+    assert linker.mentions("the pao of yu") == {}
 
 
 def test_the_linker_finds_the_spellings_in_any_case_and_without_the_apostrophe() -> None:
@@ -49,4 +78,5 @@ def test_a_name_that_fits_none_is_offered_the_nearest_spellings() -> None:
     assert names.nearest("Jia", 10) == ["baoyu", "zheng"]  # a surname: each of the family, shorter first
     assert names.nearest("wang xifen", 10) == names.nearest("Xifen", 10) == ["xifeng"]  # one edit
     assert names.nearest("jia", 1) == ["baoyu"]
+    assert names.nearest("Chia", 10) == ["zheng", "baoyu"]  # in Wade-Giles ("chia cheng" first)
     assert names.nearest("Qwxyz", 10) == names.nearest("贾", 10) == names.nearest("Oth", 10) == []
