@@ -19,13 +19,17 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, user + system CPU seconds) of a live process."""
+    """(parent pid, CPU seconds) of a live process: its own user and system time, and that of its
+    children it has waited for (cutime, cstime). A process that ends between two readings (a
+    backend whose pool closed it, an autovacuum worker) then moves its time to its parent's
+    instead of taking it out of the sum: before, a difference of two readings lost it, and once
+    read a store's CPU as less than nothing."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
     fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS
+    return int(fields[1]), sum(int(f) for f in fields[11:15]) / _TICKS
 
 
 def server_roots(cfg: TriBridConfig) -> list[int]:

@@ -130,3 +130,32 @@ def test_cpu_is_counted_by_what_each_process_serves() -> None:
     assert list(counted) == ["sparse"]
     # as under the supervisor: its children are counted by what they serve, itself as "other"
     assert set(own) == {"other", "sparse"} and own["other"] > 0  # pytest itself has used CPU
+
+
+def test_the_cpu_of_a_process_that_ended_stays_counted() -> None:
+    """A child that burns CPU and ends between two readings (a PostgreSQL backend closed by its
+    pool) still counts, in its parent's waited-for time: a difference of readings never drops it."""
+    import subprocess
+    import sys
+
+    from bench import server_cpu
+
+    burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.3: pass')"
+    parent = (
+        "import subprocess, sys, time; print('up', flush=True); sys.stdin.readline();"
+        f" subprocess.run([sys.executable, '-c', {burn!r}]); print('done', flush=True); time.sleep(30)"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", parent, "serve", "vector"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as service:
+        try:
+            assert service.stdin is not None and service.stdout is not None
+            assert service.stdout.readline() == b"up\n"
+            before = server_cpu.cpu_by_process([service.pid])
+            service.stdin.write(b"go\n")
+            service.stdin.flush()
+            assert service.stdout.readline() == b"done\n"  # the child has ended and been waited for
+            after = server_cpu.cpu_by_process([service.pid])
+        finally:
+            service.kill()
+    assert after["vector"] - before["vector"] >= 0.25
