@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
@@ -51,24 +51,18 @@ def _joined(syllables: Iterable[str]) -> str:
     return word
 
 
-def _spellings_of(syllables: list[str]) -> list[str]:
-    forms = [_joined(syllables), " ".join(syllables)]
+def _spellings_of(
+    syllables: list[str], join: Callable[[Iterable[str]], str] = _joined, wade_giles: bool = False
+) -> list[str]:
+    """A name's spellings from its syllables, written as one word by `join`. Wade-Giles also
+    hyphenates every syllable ("pao-yü", its usual given name) and a surname of two ("ou-yang
+    hsiu"), and has no pinyin apostrophe: its apostrophes are inside syllables ("ch'ai")."""
+    forms = [join(syllables), " ".join(syllables), *(["-".join(syllables)] if wade_giles else [])]
     for cut in (1, 2):
         if len(syllables) - cut >= 1 and (cut == 1 or len(syllables) >= 3):
-            head, rest = _joined(syllables[:cut]), syllables[cut:]
-            forms += [f"{head} {_joined(rest)}", f"{head} {'-'.join(rest)}"]
-    return forms
-
-
-def _wade_giles_spellings_of(syllables: list[str]) -> list[str]:
-    """As `_spellings_of`, with every syllable hyphenated too ("pao-yü"), and no pinyin apostrophe
-    (Wade-Giles writes its apostrophes inside syllables: "ch'ai")."""
-    forms = ["".join(syllables), " ".join(syllables), "-".join(syllables)]
-    for cut in (1, 2):
-        if len(syllables) - cut >= 1 and (cut == 1 or len(syllables) >= 3):
-            head, rest = "".join(syllables[:cut]), syllables[cut:]
-            forms += [f"{head} {''.join(rest)}", f"{head} {'-'.join(rest)}"]
-            if cut == 2:  # a surname of two syllables: "ou-yang hsiu"
+            head, rest = join(syllables[:cut]), syllables[cut:]
+            forms += [f"{head} {join(rest)}", f"{head} {'-'.join(rest)}"]
+            if wade_giles and cut == 2:
                 forms.append(f"{'-'.join(syllables[:cut])} {'-'.join(rest)}")
     return forms
 
@@ -93,7 +87,7 @@ def romanized(name: str) -> tuple[str, ...]:
     pinyin = (_spellings_of(syllables) for syllables in _readings(name, styles.NORMAL))
     # pypinyin writes Wade-Giles's ü as "v", a letter the system does not have
     wade_giles = (
-        _wade_giles_spellings_of([s.replace("v", "ü") for s in syllables])
+        _spellings_of([s.replace("v", "ü") for s in syllables], "".join, wade_giles=True)
         for syllables in _readings(name, styles.WADEGILES)
     )
     return tuple(dict.fromkeys(itertools.chain.from_iterable((*pinyin, *wade_giles))))
