@@ -474,10 +474,10 @@ async def _add_evidence(
     seeds: Sequence[tuple[Entity, float]],
     seed_mentions: Sequence[Relation],
     reached: dict[str, Reached],
-    question: QuestionTerms,
+    query: str,
 ) -> None:
-    """`seed_mentions`: the MENTIONS edges into the seeds (read once per search); `question`: the
-    question's words outside the seeds' names.
+    """`seed_mentions`: the MENTIONS edges into the seeds (read once per search); `query`: the
+    question, read for the typed relations it names.
 
     Raise each chunk that names a seed to the sum of the evidence it names: every seed it
     mentions (its seed score) and, when the walk may go two steps, every neighbour of a seed over
@@ -496,6 +496,12 @@ async def _add_evidence(
     seed_ids = sorted(weight)
     is_seed = frozenset(seed_ids)
     related: list[list[Relation]] = []
+    # read only where a graph has typed relations (an import or extraction), once per search
+    question = (
+        QuestionTerms.of(query, (n for e, _ in seeds for n in (e.name, *e.aliases)))
+        if any(t != RELATED_TO for t in walked)
+        else None
+    )
     if settings.max_depth >= 2 and walked:  # a neighbour's chunks are two steps from the seed
         related = await asyncio.gather(
             *(reader.relations_of(key, seed_ids, walked, d) for d in ("out", "in"))
@@ -509,7 +515,11 @@ async def _add_evidence(
         if relation.type == RELATED_TO and relation.strength < settings.related_min_strength:
             continue
         if near in is_seed and far not in is_seed:
-            asked = relation.type != RELATED_TO and question.names(relation.type, relation.properties)
+            asked = (
+                question is not None
+                and relation.type != RELATED_TO
+                and question.names(relation.type, relation.properties)
+            )
             share = 1.0 if asked else NEIGHBOUR_EVIDENCE
             weight[far] = max(weight.get(far, 0.0), share * _edge_value(relation) * weight[near])
     mentions = seed_mentions  # then the neighbours', all in relations_of's order
@@ -590,8 +600,7 @@ async def document_search(
         for rank, (entity, score) in enumerate(seeds)
     }
     await walk.run(starts, {}, 1, chunk_steps=False)
-    question = QuestionTerms.of(params.query, (n for e, _ in seeds for n in (e.name, *e.aliases)))
-    await _add_evidence(reader, key, settings, seeds, seed_mentions, walk.chunks, question)
+    await _add_evidence(reader, key, settings, seeds, seed_mentions, walk.chunks, params.query)
     seed_of = [entity for entity, _ in seeds]
     match_of = [seed_match(score) for _, score in found]
 

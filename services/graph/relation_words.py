@@ -37,8 +37,8 @@ def _stems(text: str) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class RelationTerms:
-    phrases: tuple[frozenset[str], ...]  # the stems of the type's name and of each property
-    runs: tuple[str, ...]  # runs of Han or kana, longest first
+    phrases: frozenset[frozenset[str]]  # the stems of the type's name and of each property
+    runs: frozenset[str]  # the properties' runs of Han or kana
 
 
 @functools.lru_cache(maxsize=1 << 12)  # one per distinct (type, properties) of a graph's edges
@@ -49,9 +49,9 @@ def relation_terms(rel_type: str, properties: str) -> RelationTerms:
         loaded = json.loads(properties)
         if isinstance(loaded, dict):
             values = [v for v in loaded.values() if isinstance(v, str)]
-    phrases = {frozenset(_stems(text)) for text in (rel_type.replace("_", " "), *values)} - {frozenset()}
-    runs = {run for value in values for run in _CJK_RUN.findall(value)}
-    return RelationTerms(tuple(sorted(phrases, key=sorted)), tuple(sorted(runs, key=lambda r: (-len(r), r))))
+    phrases = frozenset(frozenset(_stems(text)) for text in (rel_type.replace("_", " "), *values))
+    runs = frozenset(run for value in values for run in _CJK_RUN.findall(value))
+    return RelationTerms(phrases - {frozenset()}, runs)
 
 
 @dataclass(frozen=True, slots=True)

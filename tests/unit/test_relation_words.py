@@ -27,7 +27,7 @@ def test_short_words_stop_words_and_other_values_name_nothing() -> None:
     asked = QuestionTerms.of("Who is b of the group?", [])
     assert not asked.names("family_of", props(source_type="b", strength=0.9, resolved=False))
     assert not asked.names("located_in", props(context="of"))
-    assert relation_terms("enemy_of", props(resolved=False, strength=0.5)).phrases == (frozenset({"enemi"}),)
+    assert relation_terms("enemy_of", props(resolved=False, strength=0.5)).phrases == {frozenset({"enemi"})}
 
 
 def test_a_property_names_a_relation_only_with_all_its_words() -> None:
