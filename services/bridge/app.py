@@ -52,6 +52,7 @@ from services.bridge.contract import (
     to_json,
 )
 from services.bridge.proto_json import dumps
+from services.bridge.request_shape import shape_error
 from tribrid import auth, telemetry
 from tribrid.config import AuthConfig, ServicesConfig
 from tribrid.options import RequestError
@@ -108,8 +109,11 @@ async def parse_body(request: Request, message: Message) -> None:
     body = await request.body()
     try:
         text = body.decode("utf-8") if body else "{}"
-        if not isinstance(json.loads(text), dict):
+        parsed = json.loads(text)
+        if not isinstance(parsed, dict):
             raise invalid("the request body must be a JSON object")
+        if error := shape_error(parsed, message.DESCRIPTOR):
+            raise invalid(f"malformed JSON body: {error}")
         json_format.Parse(text, message, ignore_unknown_fields=False)
     except (UnicodeDecodeError, json.JSONDecodeError, json_format.ParseError) as err:
         raise invalid(f"malformed JSON body: {err}") from None

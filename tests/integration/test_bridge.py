@@ -129,6 +129,11 @@ async def test_search_json_round_trip_camel_and_snake_case(client: httpx.AsyncCl
         (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "x", "overrides": {}}), "malformed JSON"),
         (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "x", "topK": "many"}), "malformed JSON"),
         (json.dumps({"corpusId": SAMPLE_CORPUS, "query": "   "}), "query is empty"),
+        (
+            json.dumps({"corpusId": SAMPLE_CORPUS, "query": "x", "options": "fast"}),
+            "options: expected a JSON object (SearchOptions: fusion, vector, sparse, graph),"
+            " got a string ('fast')",
+        ),
     ],
 )
 async def test_bad_requests_are_400(client: httpx.AsyncClient, body: str, message: str) -> None:
@@ -136,6 +141,15 @@ async def test_bad_requests_are_400(client: httpx.AsyncClient, body: str, messag
     assert reply.status_code == 400, reply.text
     assert reply.json()["code"] == "INVALID_ARGUMENT"
     assert message in reply.json()["message"]
+
+
+async def test_an_entity_given_as_a_string_is_named_in_the_error(client: httpx.AsyncClient) -> None:
+    reply = await client.post("/v1/graph/neighbors", json={"corpusId": SAMPLE_CORPUS, "entity": "Cart"})
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["message"] == (
+        "malformed JSON body: entity: expected a JSON object (EntityRef: entityId, qualifiedName, name),"
+        " got a string ('Cart')"
+    )
 
 
 async def test_unknown_corpus_is_404(client: httpx.AsyncClient) -> None:
