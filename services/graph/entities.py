@@ -83,6 +83,11 @@ async def candidates(
     return [entity for entity, _ in found]
 
 
+async def _in_order(store: GraphStore, key: str, ids: Sequence[str]) -> list[Entity]:
+    by_id = {e.entity_id: e for e in await store.get_entities(key, list(ids))}
+    return [by_id[i] for i in ids if i in by_id]
+
+
 async def resolve(
     store: GraphStore,
     key: str,
@@ -90,13 +95,14 @@ async def resolve(
     what: str,
     types: Sequence[str] = (),
     spelled: Callable[[str], Awaitable[list[str]]] | None = None,
-    spelled_near: Callable[[str, int], Awaitable[list[str]]] | None = None,
+    near: Callable[[str, int], Awaitable[list[str]]] | None = None,
 ) -> Entity:
     """The one entity `ref` names: by id, by qualified name, or by a plain name that fits exactly one
     (see `by_name`), else by another spelling of a name (`spelled`: the ids a text spells, such as
-    "Wang Xifeng" for 王熙凤). A plain name that fits none but resembles some (`candidates` among
-    `types`, else `spelled_near`: the ids whose other spellings it resembles, best first) is
-    INVALID_ARGUMENT listing them best first, like an ambiguous one; NOT_FOUND when none does."""
+    "Wang Xifeng" for 王熙凤). A plain name that fits none but resembles some (`near`: the ids of
+    the named entities whose names or spellings it resembles, best first; else `candidates` among
+    `types`, the store's lookup, which also knows code symbols) is INVALID_ARGUMENT listing them
+    best first, like an ambiguous one; NOT_FOUND when none does."""
     named = [f for f in ("entity_id", "qualified_name", "name") if getattr(ref, f)]
     if len(named) != 1:
         raise invalid(f"{what}: set exactly one of entity_id, qualified_name or name")
@@ -110,11 +116,10 @@ async def resolve(
             found = await store.get_entities(key, await spelled(ref.name))
     named_as = ref.entity_id or ref.qualified_name or ref.name
     if not found and ref.name:
-        near = await candidates(store, key, ref.name, types, _CANDIDATES_SHOWN)
-        if not near and spelled_near is not None:
-            near = await store.get_entities(key, await spelled_near(ref.name, _CANDIDATES_SHOWN))
-        if near:
-            shown = ", ".join(_candidate(e) for e in near)
+        nearest = await _in_order(store, key, await near(ref.name, _CANDIDATES_SHOWN)) if near else []
+        nearest = nearest or await candidates(store, key, ref.name, types, _CANDIDATES_SHOWN)
+        if nearest:
+            shown = ", ".join(_candidate(e) for e in nearest)
             raise invalid(
                 f"{what} {named_as!r} names no entity; the nearest, best first: {shown};"
                 " name one by its name or id"

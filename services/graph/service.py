@@ -27,6 +27,7 @@ from services.graph.documents import (
     query_recognizer,
 )
 from services.graph.external import ExternalNames
+from services.graph.near_names import NearNames
 from services.graph.per_graph import PerGraph
 from services.graph.recent_graphs import RecentGraphs
 from services.graph.romanized import RomanizedNames, with_romanized
@@ -166,6 +167,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         # The names and aliases of a graph's named entities, to find them in questions in any script.
         self._linkers: PerGraph[EntityLinker] = PerGraph(cfg.snapshot_max_graphs)
         self._romanized_names: PerGraph[RomanizedNames] = PerGraph(cfg.snapshot_max_graphs)
+        self._near: PerGraph[NearNames] = PerGraph(cfg.snapshot_max_graphs)
         self._recent = RecentGraphs(pool)
 
     async def _graph(self, corpus_id: str, *, used: bool = True) -> tuple[str, str]:
@@ -229,18 +231,19 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         Chinese name also as English-language readers spell it (`romanized`; read once per
         graph)."""
 
-        def build(named: list[tuple[str, tuple[str, ...]]]) -> EntityLinker:
-            return EntityLinker(KnownEntity(entity_id, with_romanized(names)) for entity_id, names in named)
+        def build(named: list[Entity]) -> EntityLinker:
+            return EntityLinker(KnownEntity(e.entity_id, with_romanized((e.name, *e.aliases))) for e in named)
 
         async def load() -> EntityLinker:
             return await asyncio.to_thread(build, await self._named_entities(key))
 
         return await self._linkers.get(key, life, load)
 
-    async def _named_entities(self, key: str) -> list[tuple[str, tuple[str, ...]]]:
-        """Each named entity of the graph as (id, its name and aliases)."""
+    async def _named_entities(self, key: str) -> list[Entity]:
+        """The graph's named entities (recognized, imported or extracted: not code, documents or
+        chunks)."""
         free = await self._store.entities_in_files(key, [""])
-        return [(e.entity_id, (e.name, *e.aliases)) for e in free if entities.is_named(e)]
+        return [e for e in free if entities.is_named(e)]
 
     async def _recognized(self, query: str) -> list[str]:
         """The entity names NER finds in a question (the model loads on first use, off the loop,
@@ -302,19 +305,32 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         async def spelled(name: str) -> list[str]:
             return (await self._linker(key, life)).named(name)
 
-        async def spelled_near(name: str, limit: int) -> list[str]:
-            return (await self._romanized(key, life)).nearest(name, limit)
+        async def near(name: str, limit: int) -> list[str]:
+            typed = (await self._near_names(key, life)).nearest(name, limit)
+            romanized = (await self._romanized(key, life)).nearest(name, limit)
+            return list(dict.fromkeys((*typed, *romanized)))[:limit]
 
-        return await entities.resolve(self._store, key, ref, what, types.named, spelled, spelled_near)
+        return await entities.resolve(self._store, key, ref, what, types.named, spelled, near)
 
     async def _romanized(self, key: str, life: str) -> RomanizedNames:
         """The romanized spellings of the graph's Chinese names, for a name that fits none (read
         once per graph, on the first such name)."""
 
         async def load() -> RomanizedNames:
-            return await asyncio.to_thread(RomanizedNames, await self._named_entities(key))
+            named = [(e.entity_id, (e.name, *e.aliases)) for e in await self._named_entities(key)]
+            return await asyncio.to_thread(RomanizedNames, named)
 
         return await self._romanized_names.get(key, life, load)
+
+    async def _near_names(self, key: str, life: str) -> NearNames:
+        """The graph's names as typed with a typo or in part, for a name that fits none (read once
+        per graph, on the first such name)."""
+
+        async def load() -> NearNames:
+            named = [(e.entity_id, (e.name, *e.aliases), e.imported) for e in await self._named_entities(key)]
+            return await asyncio.to_thread(NearNames, named)
+
+        return await self._near.get(key, life, load)
 
     async def _community(self, key: str, found: list[Entity]) -> dict[str, int]:
         return await self._store.community_of(key, [e.entity_id for e in found])

@@ -300,7 +300,14 @@ async def test_the_relation_a_question_names_leads_to_the_chunk_that_states_it(
 
 @pytest.mark.parametrize(
     ("name", "nearest"),
-    [("Flower", "花羽会"), ("Chasco", "恰斯卡"), ("Zürick", "Zürich")],  # a start of an alias, one edit
+    [
+        ("Flower", "花羽会"),  # the start of an alias
+        ("Chasco", "恰斯卡"),  # one edit
+        ("Zürick", "Zürich"),
+        ("Ifaa", "伊法"),  # one edit from a short name
+        ("Zurih", "Zürich"),  # one edit, its accent left out
+        ("feather clan", "花羽会"),  # the end of an alias, its hyphen typed as a space
+    ],
 )
 async def test_a_name_that_fits_nothing_lists_the_nearest_entities(
     stack: Stack, imported: object, name: str, nearest: str
