@@ -56,6 +56,7 @@ class GraphTypes:
 
     named: tuple[str, ...]  # entity types a name can mean: every stored type but documents and chunks
     imported_relations: tuple[str, ...]  # relationship types beyond the indexer's own (an import's)
+    relations: tuple[str, ...]  # every relationship type the graph holds, sorted
 
 
 async def graph_types(store: GraphStore, key: str) -> GraphTypes:
@@ -67,6 +68,7 @@ async def graph_types(store: GraphStore, key: str) -> GraphTypes:
     return GraphTypes(
         named=tuple(sorted(kinds("entities.") - STRUCTURAL_TYPES)),
         imported_relations=tuple(sorted(kinds("relationships.") - set(RELATIONSHIP_TYPES))),
+        relations=tuple(sorted(kinds("relationships."))),
     )
 
 

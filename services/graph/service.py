@@ -215,6 +215,20 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
     async def _graph_types(self, key: str, life: str) -> entities.GraphTypes:
         return await self._types.get(key, life, lambda: entities.graph_types(self._store, key))
 
+    async def _relation(self, key: str, life: str, value: str, path: str) -> str:
+        """A relationship type a request names: the system's own (`calls`, `mentions`, ...,
+        `co_mentioned`) or one the graph's import brought, in any case; INVALID_ARGUMENT listing
+        the graph's types for any other (a typo or a type of another graph would answer nothing)."""
+        relation = _relationship_type(value, path)
+        imported = await self._imported_types(key, life)
+        if relation in RELATIONSHIP_TYPES or relation == entities.CO_MENTIONED or relation in imported:
+            return relation
+        held = (await self._graph_types(key, life)).relations
+        raise invalid(
+            f"{path}: this corpus's graph has no relationship type {value!r}; it has"
+            f" {', '.join(held) or 'none'}, and {entities.CO_MENTIONED} between named entities"
+        )
+
     async def _imported_types(self, key: str, life: str) -> list[str]:
         """An imported graph's relationship types in this graph (member_of, ...), sorted."""
         return list((await self._graph_types(key, life)).imported_relations)
@@ -463,7 +477,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         limit = _in_range("limit", request.limit or self._cfg.max_fanout, 1, self._cfg.max_neighbors)
         key, life = await self._graph(request.corpus_id)
         rel_types = (
-            [_relationship_type(request.relationship_type, "relationship_type")]
+            [await self._relation(key, life, request.relationship_type, "relationship_type")]
             if request.relationship_type
             else [*RELATIONSHIP_TYPES, *await self._imported_types(key, life)]
         )
@@ -538,7 +552,7 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             "limit", request.limit or entities.DEFAULT_SEARCH_LIMIT, 1, entities.MAX_SEARCH_LIMIT
         )
         key, life = await self._graph(request.corpus_id)
-        relation = _relationship_type(request.relation, "relation") if request.relation else ""
+        relation = await self._relation(key, life, request.relation, "relation") if request.relation else ""
         if relation == entities.CO_MENTIONED:
             rel_types = []
         elif relation:

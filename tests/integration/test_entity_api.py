@@ -234,6 +234,13 @@ async def test_entity_search_bad_input(stack: Stack, doc_corpus: str) -> None:
         INVALID,
         "relation: String should match",
     )
+    await expect_error(  # a well-formed type the graph cannot hold: a typo, or another graph's
+        stack,
+        "EntitySearch",
+        req(entity=ref("dell"), relation="RELATD_TO"),
+        INVALID,
+        "relation: this corpus's graph has no relationship type 'RELATD_TO'; it has contains, mentions,",
+    )
     await expect_error(
         stack, "EntitySearch", req(), INVALID, "set exactly one of entity_id, qualified_name or name"
     )

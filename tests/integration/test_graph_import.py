@@ -140,6 +140,17 @@ async def test_typed_relations_keep_their_properties_both_ways(stack: Stack, imp
     assert isinstance(reply, graph_pb2.EntitiesResponse)
     members = {(e.entity_id, e.direction, e.edge.attributes["role"]) for e in reply.entities}
     assert members == {("chasca", "in", "scout"), ("ifa", "in", "healer")}
+    with pytest.raises(grpc.aio.AioRpcError) as typo:  # the graph's own types are listed
+        await graph_call(
+            stack,
+            "Neighbors",
+            graph_pb2.NeighborsRequest(
+                corpus_id=CORPUS, entity=graph_pb2.EntityRef(name="花羽会"), relationship_type="MEMBERS_OF"
+            ),
+        )
+    assert typo.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "no relationship type 'MEMBERS_OF'; it has " in (typo.value.details() or "")
+    assert "friend_of" in (typo.value.details() or "") and "member_of" in (typo.value.details() or "")
     search = await graph_call(
         stack,
         "EntitySearch",
