@@ -7,6 +7,7 @@ the body's shape first and names the field, what it takes and what it got.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor
@@ -23,7 +24,7 @@ def shape_error(body: Any, descriptor: Any, path: str = "") -> str | None:
     Descriptor (the C implementation's type is not the pure-Python one that stubs name)."""
     if not isinstance(body, dict):
         return None
-    fields = {**descriptor.fields_by_name, **{f.json_name: f for f in descriptor.fields}}
+    fields = _fields(descriptor)
     for key, value in body.items():
         field = fields.get(key)
         if field is None or value is None or field.message_type is None:
@@ -41,6 +42,12 @@ def shape_error(body: Any, descriptor: Any, path: str = "") -> str | None:
         if error:
             return error
     return None
+
+
+@functools.cache  # one per message type of the contract
+def _fields(descriptor: Any) -> dict[str, Any]:
+    """A message's fields by proto name and by JSON name."""
+    return {**descriptor.fields_by_name, **{f.json_name: f for f in descriptor.fields}}
 
 
 def _object_error(value: Any, kind: Descriptor, where: str) -> str | None:
