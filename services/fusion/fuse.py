@@ -58,7 +58,11 @@ def _tie(score: float) -> float:
 
 def _order(fused: dict[str, Fused]) -> list[Fused]:
     # Deterministic ties: higher score, then the better best rank, then the item id.
-    return sorted(fused.values(), key=lambda f: (-_tie(f.score), f.best_rank, f.item_id))
+    return sorted(fused.values(), key=_order_key)
+
+
+def _order_key(item: Fused) -> tuple[float, int, str]:
+    return -_tie(item.score), item.best_rank, item.item_id
 
 
 # A leg that did not list an item (immutable: one value serves every such place)
@@ -79,16 +83,25 @@ def rrf(results: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k
     norm = normalize_weights({leg: weights[leg] for leg in results})
     fused: dict[str, Fused] = {}
     for leg, ranked in results.items():
+        weight = norm[leg]
         for rank, hit in enumerate(ranked, start=1):
-            term = 1.0 / (k + rank)
-            item = fused.setdefault(hit.item_id, Fused(hit.item_id, 0.0, rank))
-            if leg in item.contributions:
-                continue  # a leg listing an item twice counts it once, at its best rank
-            item.score += norm[leg] * term
-            item.best_rank = min(item.best_rank, rank)
-            item.contributions[leg] = LegContribution(rank, hit.score, term, norm[leg] * term)
+            _add(fused, leg, hit, rank, 1.0 / (k + rank), weight)
     _absent(list(results), fused)
     return _order(fused)
+
+
+def _add(fused: dict[str, Fused], leg: str, hit: Ranked, rank: int, value: float, weight: float) -> None:
+    """One leg's hit into the fused items: its term `value`, weighted. A leg listing an item twice
+    counts it once, at its best rank."""
+    item = fused.get(hit.item_id)
+    if item is None:
+        item = fused[hit.item_id] = Fused(hit.item_id, 0.0, rank)
+    elif leg in item.contributions:
+        return
+    elif rank < item.best_rank:
+        item.best_rank = rank
+    item.score += weight * value
+    item.contributions[leg] = LegContribution(rank, hit.score, value, weight * value)
 
 
 def normalize_scores(scores: Sequence[float], method: Normalization) -> list[float]:
@@ -117,14 +130,10 @@ def weighted(
     norm = normalize_weights({leg: weights[leg] for leg in results})
     fused: dict[str, Fused] = {}
     for leg, ranked in results.items():
+        weight = norm[leg]
         normalized = normalize_scores([h.score for h in ranked], normalization)
         for rank, (hit, value) in enumerate(zip(ranked, normalized, strict=True), start=1):
-            item = fused.setdefault(hit.item_id, Fused(hit.item_id, 0.0, rank))
-            if leg in item.contributions:
-                continue
-            item.score += norm[leg] * value
-            item.best_rank = min(item.best_rank, rank)
-            item.contributions[leg] = LegContribution(rank, hit.score, value, norm[leg] * value)
+            _add(fused, leg, hit, rank, value, weight)
     _absent(list(results), fused)
     return _order(fused)
 
