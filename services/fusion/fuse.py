@@ -8,21 +8,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Normalization = Literal["min_max", "z_score", "none"]
 
 
-@dataclass(frozen=True, slots=True)
-class Ranked:
+# Named tuples, not frozen dataclasses: a fused answer builds one of each per leg hit, and a
+# frozen dataclass costs three times as much to build (its __init__ sets each field through
+# object.__setattr__).
+class Ranked(NamedTuple):
     """One leg's hit: the item id and the leg's raw score (rank = position in the list)."""
 
     item_id: str
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class LegContribution:
+class LegContribution(NamedTuple):
     rank: int  # 1-based; 0 = absent from that leg
     raw_score: float
     normalized: float  # the leg's term in the fused score, before weighting
