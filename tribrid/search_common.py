@@ -132,31 +132,35 @@ def to_matches(
     matches = []
     for rank, item in enumerate(scored, start=1):
         c = item.chunk
-        provenance = graph_provenance.get(c.chunk_id) if graph_provenance else None
-        matches.append(
-            common_pb2.ChunkMatch(
-                chunk_id=c.chunk_id,
-                corpus_id=c.corpus_id,
-                file_path=c.file_path,
-                start_line=c.start_line,
-                end_line=c.end_line,
-                language=c.language,
-                score=item.score,
-                leg=leg,
-                symbol=c.symbol,
-                kind=c.kind,
-                document_title=c.document_title,
-                section=c.section,
-                page_start=c.page_start,
-                page_end=c.page_end,
-                document_metadata=json.loads(c.document_metadata) if c.document_metadata != "{}" else None,
-                explain=[
-                    common_pb2.LegExplain(
-                        leg=leg, rank=rank, raw_score=item.score, detail=item.detail, graph=provenance
-                    )
-                ],
-            )
+        match = common_pb2.ChunkMatch(
+            chunk_id=c.chunk_id,
+            corpus_id=c.corpus_id,
+            file_path=c.file_path,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            language=c.language,
+            score=item.score,
+            leg=leg,
+            kind=c.kind,
         )
+        # the fields most chunks leave empty are set only when they hold something: each keyword
+        # costs, and an empty one is what an unset field reads as (a code chunk has no pages)
+        if c.symbol:
+            match.symbol = c.symbol
+        if c.document_title:
+            match.document_title = c.document_title
+        if c.section:
+            match.section = c.section
+        if c.page_start:
+            match.page_start = c.page_start
+        if c.page_end:
+            match.page_end = c.page_end
+        if c.document_metadata != "{}":
+            match.document_metadata.update(json.loads(c.document_metadata))
+        provenance = graph_provenance.get(c.chunk_id) if graph_provenance else None
+        # added in place: a LegExplain built apart and passed in a list is built twice
+        match.explain.add(leg=leg, rank=rank, raw_score=item.score, detail=item.detail, graph=provenance)
+        matches.append(match)
     return matches
 
 

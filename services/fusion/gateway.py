@@ -805,16 +805,9 @@ class Gateway:
         """Fused items as matches; explain: one entry per answering leg (rank 0 where absent),
         then one per technique list that holds the chunk, naming its source and query."""
         first_seen = first_seen if first_seen is not None else _first_seen(answered, extra)
-        lists = [(leg, leg, o.matches) for leg, o in answered.items()]
-        lists += [(ranked.key, ranked.leg, ranked.matches) for ranked in extra]
-        # each list's detail of the chunks shown only: reading every candidate's explain from its
-        # message cost more than the rest of this conversion
-        shown = {item.item_id for item in fused}
-        details: dict[tuple[str, str], str] = {}
-        for key, _leg, ranked_matches in lists:
-            for m in ranked_matches:
-                if m.chunk_id in shown and (key, m.chunk_id) not in details:
-                    details[(key, m.chunk_id)] = m.explain[0].detail if m.explain else ""
+        # each list's matches by key: an item's rank in a list is its place there (1-based), so
+        # its detail is read from that match alone, not by scanning every candidate's message
+        lists = {leg: o.matches for leg, o in answered.items()} | {r.key: r.matches for r in extra}
         extra_by_key = {ranked.key: ranked for ranked in extra}
         order = [leg for leg in LEG_NAMES if leg in answered] + list(extra_by_key)
         matches = []
@@ -835,18 +828,19 @@ class Gateway:
                 if c is None or (key in extra_by_key and not c.rank):
                     continue
                 source = extra_by_key.get(key)
-                match.explain.append(
-                    common_pb2.LegExplain(
-                        leg=BY_NAME[source.leg if source else key].value,
-                        rank=c.rank,
-                        raw_score=c.raw_score,
-                        normalized_score=c.normalized,
-                        contribution=c.contribution,
-                        detail=details.get((key, item.item_id), ""),
-                        source=source.source if source else "",
-                        source_query=source.query if source else "",
-                    )
+                listed = lists[key][c.rank - 1] if c.rank else None
+                # added in place: a LegExplain built apart is built again by append's copy
+                explain = match.explain.add(
+                    leg=BY_NAME[source.leg if source else key].value,
+                    rank=c.rank,
+                    raw_score=c.raw_score,
+                    normalized_score=c.normalized,
+                    contribution=c.contribution,
+                    detail=listed.explain[0].detail if listed is not None and listed.explain else "",
                 )
+                if source:
+                    explain.source = source.source
+                    explain.source_query = source.query
             matches.append(match)
         return matches
 
