@@ -166,8 +166,8 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._types: PerGraph[entities.GraphTypes] = PerGraph(cfg.snapshot_max_graphs)
         # The names and aliases of a graph's named entities, to find them in questions in any script.
         self._linkers: PerGraph[EntityLinker] = PerGraph(cfg.snapshot_max_graphs)
-        self._romanized_names: PerGraph[RomanizedNames] = PerGraph(cfg.snapshot_max_graphs)
-        self._near: PerGraph[NearNames] = PerGraph(cfg.snapshot_max_graphs)
+        # What a name that fits none may have meant (`_near_names`).
+        self._near: PerGraph[tuple[NearNames, RomanizedNames]] = PerGraph(cfg.snapshot_max_graphs)
         self._recent = RecentGraphs(pool)
 
     async def _graph(self, corpus_id: str, *, used: bool = True) -> tuple[str, str]:
@@ -320,29 +320,24 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
             return (await self._linker(key, life)).named(name)
 
         async def near(name: str, limit: int) -> list[str]:
-            typed = (await self._near_names(key, life)).nearest(name, limit)
-            romanized = (await self._romanized(key, life)).nearest(name, limit)
-            return list(dict.fromkeys((*typed, *romanized)))[:limit]
+            typed, romanized = await self._near_names(key, life)
+            return list(dict.fromkeys((*typed.nearest(name, limit), *romanized.nearest(name, limit))))[:limit]
 
         return await entities.resolve(self._store, key, ref, what, types.named, spelled, near)
 
-    async def _romanized(self, key: str, life: str) -> RomanizedNames:
-        """The romanized spellings of the graph's Chinese names, for a name that fits none (read
-        once per graph, on the first such name)."""
+    async def _near_names(self, key: str, life: str) -> tuple[NearNames, RomanizedNames]:
+        """What a name that fits none may have meant: the graph's names as typed with a typo or in
+        part, and its Chinese names' romanized spellings (read once per graph, on the first such
+        name, from one read of its named entities)."""
 
-        async def load() -> RomanizedNames:
-            named = [(e.entity_id, (e.name, *e.aliases)) for e in await self._named_entities(key)]
-            return await asyncio.to_thread(RomanizedNames, named)
+        def build(named: list[Entity]) -> tuple[NearNames, RomanizedNames]:
+            return (
+                NearNames((e.entity_id, (e.name, *e.aliases), e.imported) for e in named),
+                RomanizedNames((e.entity_id, (e.name, *e.aliases)) for e in named),
+            )
 
-        return await self._romanized_names.get(key, life, load)
-
-    async def _near_names(self, key: str, life: str) -> NearNames:
-        """The graph's names as typed with a typo or in part, for a name that fits none (read once
-        per graph, on the first such name)."""
-
-        async def load() -> NearNames:
-            named = [(e.entity_id, (e.name, *e.aliases), e.imported) for e in await self._named_entities(key)]
-            return await asyncio.to_thread(NearNames, named)
+        async def load() -> tuple[NearNames, RomanizedNames]:
+            return await asyncio.to_thread(build, await self._named_entities(key))
 
         return await self._near.get(key, life, load)
 
