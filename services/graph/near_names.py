@@ -57,9 +57,11 @@ class NearNames:
             )
         }
         if len(typed) <= 5:  # one edit in a short name scores low by ratio
-            for choice in self._names:
-                if choice not in scored and Levenshtein.distance(typed, choice, score_cutoff=1) <= 1:
-                    scored[choice] = MIN_SCORE
+            one_edit = process.extract(
+                typed, self._names, scorer=Levenshtein.distance, score_cutoff=1, limit=None
+            )
+            for choice, _, _ in one_edit:
+                scored.setdefault(choice, MIN_SCORE)
         ranked = sorted(
             (-score, not imported, len(choice), choice, entity_id)
             for choice, score in scored.items()

@@ -220,10 +220,9 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         `co_mentioned`) or one the graph's import brought, in any case; INVALID_ARGUMENT listing
         the graph's types for any other (a typo or a type of another graph would answer nothing)."""
         relation = _relationship_type(value, path)
-        imported = await self._imported_types(key, life)
-        if relation in RELATIONSHIP_TYPES or relation == entities.CO_MENTIONED or relation in imported:
+        held = (await self._graph_types(key, life)).relations  # an import's types among them
+        if relation in RELATIONSHIP_TYPES or relation == entities.CO_MENTIONED or relation in held:
             return relation
-        held = (await self._graph_types(key, life)).relations
         raise invalid(
             f"{path}: this corpus's graph has no relationship type {value!r}; it has"
             f" {', '.join(held) or 'none'}, and {entities.CO_MENTIONED} between named entities"
