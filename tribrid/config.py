@@ -171,6 +171,10 @@ class VectorConfig(_Section):
     # When corpus + filters match at most this many chunks, an exact scan replaces the index. A
     # corpus with more gets an HNSW index of its own rows (tribrid.stores.postgres.index_corpus_vectors).
     exact_scan_max_rows: int = Field(2000, ge=0, le=1_000_000)
+    # Such a corpus's vectors are kept in the leg's memory, read once per committed generation, and
+    # its unfiltered searches scan them there (services/vector/in_memory.py): at most this many MB
+    # of them, the least recently searched corpus dropped first; 0 leaves every scan to PostgreSQL.
+    in_memory_mb: int = Field(256, ge=0, le=65_536)
     # A definition's score blends the query's similarity to its text and to its signature (name and
     # declaration, embedded on their own): (text + w * signature) / (1 + w); other chunks keep the
     # text's. The `signature_candidates` nearest by text are re-ordered so (0 = text alone). Both

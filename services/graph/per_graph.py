@@ -2,7 +2,7 @@
 
 A committed generation's graph never changes, so what is read from it once holds until the corpus
 moves on to the next generation. A corpus deleted and indexed again reuses its graph keys: entries
-are keyed by the key and the corpus's life (`stores.postgres.graph_version`).
+are keyed by the key and the corpus's life (`stores.postgres.corpus_version`).
 """
 
 from __future__ import annotations

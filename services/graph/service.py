@@ -76,7 +76,7 @@ from tribrid.search_common import (
 )
 from tribrid.server import ServiceSpec
 from tribrid.stores.corpus_versions import CorpusVersions
-from tribrid.stores.postgres import graph_version
+from tribrid.stores.postgres import corpus_version
 from tribrid.text import PROSE_LANGUAGES
 from tribrid.v1 import common_pb2, graph_pb2, graph_pb2_grpc, legs_pb2
 
@@ -171,13 +171,13 @@ class GraphServicer(graph_pb2_grpc.GraphSearchServicer):
         self._recent = RecentGraphs(pool)
 
     async def _graph(self, corpus_id: str, *, used: bool = True) -> tuple[str, str]:
-        """The committed graph's key, and the life of its corpus (`graph_version`); `used`: a
+        """The committed graph's key, and the life of its corpus (`corpus_version`); `used`: a
         request's use, noted for the next start's warm-up (a warm-up itself is none)."""
         validate_corpus_id(corpus_id)
         if self._versions is not None:
             version = await self._versions.get(corpus_id)
         else:
-            version = await graph_version(self._pool, corpus_id)
+            version = await corpus_version(self._pool, corpus_id)
         if version is None:
             raise not_found(f"corpus {corpus_id!r} not found: index it first")
         if used:

@@ -210,7 +210,8 @@ async def index_metrics(pool: asyncpg.Pool) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class VectorResult:
     chunks: list[ScoredChunk]
-    plan: Literal["hnsw", "exact", "hnsw+exact", "none"]  # none: nothing to search for
+    # none: nothing to search for; memory: the exact scan of a small corpus kept in memory
+    plan: Literal["hnsw", "exact", "hnsw+exact", "memory", "none"]
     allowed: int  # rows corpus and filters allow, counted up to exact_scan_max_rows + 1
     statements: int = 0  # SQL statements it took
     # the mean share of its answers' texts the model read; None when no answer's was measured
@@ -234,8 +235,7 @@ async def vector_search(
     """
     candidates = max(params.top_k, cfg.signature_candidates if cfg.signature_weight > 0 else 0)
     ef = max(cfg.ef_search, candidates)  # ef_search must cover the rows asked, or HNSW returns fewer
-    blend = f", signature weight {cfg.signature_weight:g}" if cfg.signature_weight > 0 else ""
-    detail = f"{cfg.metric} similarity{blend}; plan={{plan}} ef_search={ef}"
+    detail = scan_detail(cfg, params.top_k)
     direct = (
         pool_settings is not None
         and pool_settings.get("hnsw.ef_search") == str(ef)
@@ -251,7 +251,7 @@ async def vector_search(
         )
         # else: an unknown or empty corpus, or an HNSW scan that stopped short
         if rows and (rows[0]["plan"] == "exact" or len(rows) == candidates):
-            _check_model(params.corpus_id, rows[0]["model"], embedding_model)
+            check_model(params.corpus_id, rows[0]["model"], embedding_model)
             plan = rows[0]["plan"]
             chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
             allowed = min(rows[0]["chunk_count"], cfg.exact_scan_max_rows + 1)  # as the probe counts
@@ -262,6 +262,13 @@ async def vector_search(
     statements = int(direct) + (3 if plan == "hnsw+exact" else 2)
     chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
     return VectorResult(chunks, plan, allowed, statements, answers_coverage(rows, chunks))
+
+
+def scan_detail(cfg: VectorConfig, top_k: int) -> str:
+    """An answer's explain, with `{plan}` to fill in."""
+    candidates = max(top_k, cfg.signature_candidates if cfg.signature_weight > 0 else 0)
+    blend = f", signature weight {cfg.signature_weight:g}" if cfg.signature_weight > 0 else ""
+    return f"{cfg.metric} similarity{blend}; plan={{plan}} ef_search={max(cfg.ef_search, candidates)}"
 
 
 def blended_score(text: float, signature: float | None, weight: float) -> float:
@@ -288,7 +295,7 @@ def _scored(rows: list[asyncpg.Record], cfg: VectorConfig, top_k: int, detail: s
     return [hit for hit in scored[:top_k] if hit.score >= cfg.similarity_threshold]
 
 
-def _check_model(corpus_id: str, model: str | None, embedding_model: str | None) -> None:
+def check_model(corpus_id: str, model: str | None, embedding_model: str | None) -> None:
     if model is None:
         raise not_found(f"corpus {corpus_id!r} not found: index it first")
     if embedding_model is not None and model != embedding_model:
@@ -322,7 +329,7 @@ async def _search_in_two(
             *probe_args,
         )
         assert probe is not None
-        _check_model(params.corpus_id, probe["model"], embedding_model)
+        check_model(params.corpus_id, probe["model"], embedding_model)
         allowed = int(probe["allowed"])
         plan: Literal["hnsw", "exact", "hnsw+exact"]
         if allowed <= cfg.exact_scan_max_rows:

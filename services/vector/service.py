@@ -9,14 +9,16 @@ from collections.abc import Mapping
 import asyncpg
 import grpc
 
+from services.vector.in_memory import SmallCorpora, search_snapshot
 from services.vector.search import VectorResult, index_metrics, session_settings, vector_search
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.coverage import Coverage, model_coverage
 from tribrid.embedding import Embedder, EmbeddingOverloaded, QueryBatcher, QueryEmbeddingCache
 from tribrid.options import RequestError, with_options
 from tribrid.resources import Resources
-from tribrid.search_common import leg_response, validate_search
+from tribrid.search_common import chunk_filter, leg_response, validate_search
 from tribrid.server import ServiceSpec
+from tribrid.stores.corpus_versions import CorpusVersions
 from tribrid.stores.postgres import corpus_vector_index
 from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc
@@ -36,15 +38,18 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         pool_settings: Mapping[str, str] | None = None,
         query_prefix: str = "",
         coverage: Coverage | None = None,
+        small_corpora: SmallCorpora | None = None,
     ) -> None:
         """`pool_settings`: what the pool's connections start with (`search.session_settings`);
-        `query_prefix`: embedding.query_prefix; `coverage`: how much of a question the model reads."""
+        `query_prefix`: embedding.query_prefix; `coverage`: how much of a question the model reads;
+        `small_corpora`: the small corpora's vectors in memory (None: every scan in PostgreSQL)."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
         self._pool_settings = pool_settings
         self._embedder = embedder
         self._coverage = coverage
+        self._small_corpora = small_corpora
         self.batcher = QueryBatcher(
             embedder, cfg.query_batch_max, cfg.query_batch_wait_ms, cfg.query_queue_size
         )
@@ -81,6 +86,10 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
             vector = await self.queries.embed_query(params.query)
         except EmbeddingOverloaded as exc:
             raise RequestError(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
+        if self._small_corpora is not None and not chunk_filter(params, first_arg=1).clauses:
+            snapshot = await self._small_corpora.get(params.corpus_id)
+            if snapshot is not None:
+                return search_snapshot(snapshot, cfg, params, vector, self._embedder.name)
         return await vector_search(
             self._pool,
             cfg,
@@ -129,6 +138,12 @@ async def build(res: Resources) -> ServiceSpec:
         settings,
         query_prefix=cfg.embedding.query_prefix,
         coverage=await asyncio.to_thread(model_coverage, cfg.embedding),
+        small_corpora=SmallCorpora(
+            pool,
+            CorpusVersions(pool, cfg.postgres),
+            cfg.vector.exact_scan_max_rows,
+            cfg.vector.in_memory_mb << 20,
+        ),
     )
     return ServiceSpec(
         full_name=vector_pb2.DESCRIPTOR.services_by_name["VectorSearch"].full_name,

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from bench.procstack import free_port
 from tests.stack import Stack
 from tribrid.stores.corpus_versions import CorpusVersions, Version
-from tribrid.stores.postgres import graph_version
+from tribrid.stores.postgres import corpus_version
 
 
 class CountingPool:
@@ -60,7 +60,7 @@ async def test_a_kept_version_is_answered_without_a_statement_until_the_corpus_c
     versions = CorpusVersions(counting, stack.cfg.postgres)  # type: ignore[arg-type]
     try:
         first = await versions.get(corpus)
-        assert first == await graph_version(pool, corpus) and first is not None and first[0] == 1
+        assert first == await corpus_version(pool, corpus) and first is not None and first[0] == 1
         sent = counting.statements
         assert await versions.get(corpus) == first
         assert counting.statements == sent  # kept

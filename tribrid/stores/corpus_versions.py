@@ -18,11 +18,11 @@ import time
 import asyncpg
 
 from tribrid.config import PostgresConfig
-from tribrid.stores.postgres import CORPORA_CHANNEL, graph_version
+from tribrid.stores.postgres import CORPORA_CHANNEL, corpus_version
 
 log = logging.getLogger(__name__)
 
-Version = tuple[int, str] | None  # graph_version's answer: (generation, the corpus's life) or None
+Version = tuple[int, str] | None  # corpus_version's answer: (generation, the corpus's life) or None
 
 RETRY_S = 30.0
 
@@ -40,12 +40,12 @@ class CorpusVersions:
         self.connect_attempts = 0
 
     async def get(self, corpus_id: str) -> Version:
-        """graph_version(corpus_id), from what was kept while no change was heard."""
+        """corpus_version(corpus_id), from what was kept while no change was heard."""
         if self._listener is not None and corpus_id in self._kept:
             return self._kept[corpus_id]
         await self._listen()
         changes = self._changes
-        version = await graph_version(self._pool, corpus_id)
+        version = await corpus_version(self._pool, corpus_id)
         if self._listener is not None and changes == self._changes:
             self._kept[corpus_id] = version
         return version

@@ -535,7 +535,7 @@ async def corpus_generation(pool: asyncpg.Pool, corpus_id: str) -> int | None:
     return None if value is None or value == 0 else int(value)
 
 
-async def graph_version(pool: asyncpg.Pool, corpus_id: str) -> tuple[int, str] | None:
+async def corpus_version(pool: asyncpg.Pool, corpus_id: str) -> tuple[int, str] | None:
     """The committed generation and a token for this life of the corpus (its row's creation time).
 
     A corpus deleted and indexed again counts its generations from 1 again: what is cached per
