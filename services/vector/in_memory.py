@@ -44,7 +44,7 @@ class Snapshot:
     version: Version
     model: str
     rows: list[ChunkRow]
-    coverage: list[float | None]
+    coverage: dict[str, float]  # by chunk id, the rows whose coverage was measured
     text: np.ndarray  # (n, dim) float32, as stored
     text_norm: np.ndarray  # (n,) float64: each text vector's norm
     signature: np.ndarray  # (n, dim) float32; zeros where a chunk has none
@@ -100,7 +100,7 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
         version=version,
         model=corpus["embedding_model"],
         rows=[chunk_row(r) for r in records],
-        coverage=[r["model_coverage"] for r in records],
+        coverage={r["chunk_id"]: r["model_coverage"] for r in records if r["model_coverage"] is not None},
         text=text,
         text_norm=np.linalg.norm(text.astype(np.float64), axis=1),
         signature=signature,
@@ -149,12 +149,12 @@ def scan(
     has_signature = snapshot.has_signature[nearest]
     weight = cfg.signature_weight
     blended = np.where(has_signature, (text + weight * signature) / (1 + weight), text)
-    scored = [
-        ScoredChunk(snapshot.rows[row], float(score), detail)
-        for row, score in zip(nearest.tolist(), blended.tolist(), strict=True)
+    best = np.argsort(-blended, kind="stable")[:top_k]  # ties keep the text's order; NaN last
+    return [
+        ScoredChunk(snapshot.rows[int(nearest[i])], score, detail)
+        for i, score in zip(best.tolist(), blended[best].tolist(), strict=True)
+        if score >= cfg.similarity_threshold
     ]
-    scored.sort(key=lambda hit: -hit.score)  # stable, as _scored
-    return [hit for hit in scored[:top_k] if hit.score >= cfg.similarity_threshold]
 
 
 def search_snapshot(
@@ -174,8 +174,7 @@ def search_snapshot(
 
 def coverage_of(snapshot: Snapshot, chunks: list[ScoredChunk]) -> float | None:
     """answers_coverage, from the snapshot's rows."""
-    position = {row.chunk_id: i for i, row in enumerate(snapshot.rows)}
-    measured = [s for c in chunks if (s := snapshot.coverage[position[c.chunk.chunk_id]]) is not None]
+    measured = [s for c in chunks if (s := snapshot.coverage.get(c.chunk.chunk_id)) is not None]
     return sum(measured) / len(measured) if measured else None
 
 
