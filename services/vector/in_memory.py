@@ -7,21 +7,17 @@ a corpus's vectors are read once per committed generation, kept as two matrices 
 signature), and a search is one matrix-vector product over them.
 
 The answers are the SQL scan's (`build_direct_query`'s exact branch): the same distances
-(pgvector's formulas, computed in float64 from the same float32 vectors), the same order (distance,
-then chunk id: the rows are kept in chunk-id order, read in PostgreSQL's own collation), the same
-`signature_candidates`, blend and threshold. The last digits of a score may differ from
-pgvector's, which sums in float32.
+(pgvector's formulas over the same float32 vectors), the same order (distance, then chunk id: the
+rows are kept in chunk-id order, read in PostgreSQL's own collation), the same
+`signature_candidates`, blend and threshold. A score may differ from pgvector's in its last
+digits (about 1e-7: the products are summed in another order).
 
-Freshness: a snapshot is kept for the corpus version (generation and life) it was read at, and
-used only while `CorpusVersions` says that is still the committed one (a NOTIFY drops it at the
-next commit, delete or re-creation). Memory: at most `vector.in_memory_mb` of snapshots, the
-least recently searched dropped first; 0 leaves every scan to PostgreSQL.
+Snapshots are kept per committed version, within `vector.in_memory_mb` (tribrid/stores/small_corpora.py);
+0 leaves every scan to PostgreSQL.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import asyncpg
@@ -30,8 +26,9 @@ import numpy as np
 from services.vector.search import VectorResult, check_model, scan_detail
 from tribrid.config import VectorConfig
 from tribrid.search_common import ScoredChunk, SearchParams
-from tribrid.stores.corpus_versions import CorpusVersions, Version
+from tribrid.stores.corpus_versions import Version
 from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed
+from tribrid.stores.small_corpora import TooLarge, corpus_row, version_of
 
 # per row kept besides its two vectors: its ChunkRow, 0.78-0.81 KB on average in the demo corpora
 _ROW_BYTES = 1024
@@ -56,13 +53,6 @@ class Snapshot:
         return self.text.nbytes + self.signature.nbytes + len(self.rows) * _ROW_BYTES
 
 
-@dataclass(frozen=True, slots=True)
-class TooLarge:
-    """A corpus version with more chunks than an exact scan takes: HNSW's, not kept."""
-
-    version: Version
-
-
 _LOAD = f"""
     SELECT {", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))}, c.model_coverage,
            c.embedding, c.signature_embedding
@@ -75,13 +65,10 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
     """The corpus's committed rows and vectors, all read in one transaction's view; None for a
     corpus that is unknown or not yet committed; TooLarge above `max_rows` chunks."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        corpus = await conn.fetchrow(
-            "SELECT generation, created_at, chunk_count, embedding_model FROM corpora WHERE corpus_id = $1",
-            corpus_id,
-        )
-        if corpus is None or corpus["generation"] == 0:
+        corpus = await corpus_row(conn, corpus_id)
+        if corpus is None:
             return None
-        version = (int(corpus["generation"]), corpus["created_at"].isoformat())
+        version = version_of(corpus)
         if corpus["chunk_count"] > max_rows:
             return TooLarge(version)
         records = await conn.fetch(_LOAD, corpus_id)
@@ -176,61 +163,3 @@ def coverage_of(snapshot: Snapshot, chunks: list[ScoredChunk]) -> float | None:
     """answers_coverage, from the snapshot's rows."""
     measured = [s for c in chunks if (s := snapshot.coverage.get(c.chunk.chunk_id)) is not None]
     return sum(measured) / len(measured) if measured else None
-
-
-class SmallCorpora:
-    """Snapshots of the small corpora searched lately, up to `budget_bytes` in all."""
-
-    def __init__(
-        self, pool: asyncpg.Pool, versions: CorpusVersions, max_rows: int, budget_bytes: int
-    ) -> None:
-        self._pool = pool
-        self._versions = versions
-        self._max_rows = max_rows
-        self._budget = budget_bytes
-        self._kept: OrderedDict[str, Snapshot | TooLarge] = OrderedDict()
-        self._loading: dict[str, asyncio.Lock] = {}
-        self.loads = 0
-
-    @property
-    def kept_bytes(self) -> int:
-        return sum(s.nbytes for s in self._kept.values() if isinstance(s, Snapshot))
-
-    async def get(self, corpus_id: str) -> Snapshot | None:
-        """The corpus's snapshot at its committed version; None when it is unknown, larger than an
-        exact scan takes, or larger than the budget (the SQL path answers those)."""
-        if self._budget <= 0:
-            return None
-        version = await self._versions.get(corpus_id)
-        if version is None:
-            return None
-        kept = self._current(corpus_id, version)
-        if kept is None:
-            lock = self._loading.setdefault(corpus_id, asyncio.Lock())
-            async with lock:  # a burst of first searches reads the corpus once
-                kept = self._current(corpus_id, version)
-                if kept is None:
-                    kept = await self._load(corpus_id, version)
-        return kept if isinstance(kept, Snapshot) else None
-
-    def _current(self, corpus_id: str, version: Version) -> Snapshot | TooLarge | None:
-        kept = self._kept.get(corpus_id)
-        if kept is None or kept.version != version:
-            return None
-        self._kept.move_to_end(corpus_id)
-        return kept
-
-    async def _load(self, corpus_id: str, version: Version) -> Snapshot | TooLarge | None:
-        read = await read_snapshot(self._pool, corpus_id, self._max_rows)
-        self.loads += 1
-        if read is None or read.version != version:
-            # committed again (or deleted) since the version was read: the next search reads anew
-            self._kept.pop(corpus_id, None)
-            return None
-        if isinstance(read, Snapshot) and read.nbytes > self._budget:
-            read = TooLarge(read.version)
-        self._kept[corpus_id] = read
-        self._kept.move_to_end(corpus_id)
-        while self.kept_bytes > self._budget:
-            self._kept.popitem(last=False)
-        return read

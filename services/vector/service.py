@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import asyncpg
 import grpc
 
-from services.vector.in_memory import SmallCorpora, search_snapshot
+from services.vector.in_memory import Snapshot, read_snapshot, search_snapshot
 from services.vector.search import VectorResult, index_metrics, session_settings, vector_search
 from tribrid.config import LimitsConfig, VectorConfig
 from tribrid.coverage import Coverage, model_coverage
@@ -20,6 +20,7 @@ from tribrid.search_common import chunk_filter, leg_response, validate_search
 from tribrid.server import ServiceSpec
 from tribrid.stores.corpus_versions import CorpusVersions
 from tribrid.stores.postgres import corpus_vector_index
+from tribrid.stores.small_corpora import SmallCorpora
 from tribrid.text import PROSE_STOPWORDS, has_terms
 from tribrid.v1 import common_pb2, legs_pb2, vector_pb2, vector_pb2_grpc
 
@@ -38,7 +39,7 @@ class VectorServicer(vector_pb2_grpc.VectorSearchServicer):
         pool_settings: Mapping[str, str] | None = None,
         query_prefix: str = "",
         coverage: Coverage | None = None,
-        small_corpora: SmallCorpora | None = None,
+        small_corpora: SmallCorpora[Snapshot] | None = None,
     ) -> None:
         """`pool_settings`: what the pool's connections start with (`search.session_settings`);
         `query_prefix`: embedding.query_prefix; `coverage`: how much of a question the model reads;
@@ -143,6 +144,7 @@ async def build(res: Resources) -> ServiceSpec:
             CorpusVersions(pool, cfg.postgres),
             cfg.vector.exact_scan_max_rows,
             cfg.vector.in_memory_mb << 20,
+            read_snapshot,
         ),
     )
     return ServiceSpec(

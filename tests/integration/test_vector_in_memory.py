@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from services.indexer.pg_writer import delete_corpus
-from services.vector.in_memory import SmallCorpora, search_snapshot
+from services.vector.in_memory import Snapshot, read_snapshot, search_snapshot
 from services.vector.search import session_settings, vector_search
 from services.vector.service import VectorServicer
 from tests.integration.test_vector_leg import params, synth_vectors, write_corpus
@@ -19,6 +19,7 @@ from tribrid.config import VectorConfig
 from tribrid.embedding import Vectors
 from tribrid.models import Chunk
 from tribrid.stores.corpus_versions import CorpusVersions
+from tribrid.stores.small_corpora import SmallCorpora
 from tribrid.v1 import common_pb2
 
 SMALL = "small-in-memory"
@@ -45,9 +46,9 @@ async def small(stack: Stack) -> tuple[list[Chunk], Vectors]:
     return await write_corpus(stack, SMALL, docs(N), vectors, signatures), vectors
 
 
-async def corpora(stack: Stack, budget_bytes: int = 64 << 20, max_rows: int = 2000) -> SmallCorpora:
+async def corpora(stack: Stack, budget_bytes: int = 64 << 20, max_rows: int = 2000) -> SmallCorpora[Snapshot]:
     pool = await stack.resources.pool()
-    return SmallCorpora(pool, CorpusVersions(pool, stack.cfg.postgres), max_rows, budget_bytes)
+    return SmallCorpora(pool, CorpusVersions(pool, stack.cfg.postgres), max_rows, budget_bytes, read_snapshot)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "l2", "inner_product"])
