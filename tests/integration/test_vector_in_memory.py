@@ -60,7 +60,7 @@ async def test_the_sql_exact_scans_answers(
     settings = session_settings(cfg)
     pool = await stack.resources.pool(settings, search=True)
     kept = await corpora(stack)
-    snapshot = await kept.get(SMALL)
+    snapshot = await kept.ready(SMALL)
     assert snapshot is not None and len(snapshot.rows) == N
     rng = np.random.default_rng(3)
     queries = [vectors[i] for i in (5, 105, 0, 3, 399)] + list(synth_vectors(40, vectors.shape[1], seed=4))
@@ -85,7 +85,7 @@ async def test_a_new_generation_a_deletion_and_a_new_life_are_seen(stack: Stack)
     first = synth_vectors(50, dim, seed=1)
     await write_corpus(stack, corpus, docs(50, "first"), first)
     kept = await corpora(stack)
-    snapshot = await kept.get(corpus)
+    snapshot = await kept.ready(corpus)
     assert snapshot is not None and {r.chunk_id for r in snapshot.rows}
     before = snapshot.version
 
@@ -93,7 +93,7 @@ async def test_a_new_generation_a_deletion_and_a_new_life_are_seen(stack: Stack)
     second = synth_vectors(60, dim, seed=2)
     chunks = await write_corpus(stack, corpus, docs(60, "second"), second)
     for _ in range(100):  # the NOTIFY comes at COMMIT, asynchronously
-        snapshot = await kept.get(corpus)
+        snapshot = await kept.ready(corpus)
         if snapshot is not None and snapshot.version != before:
             break
         await asyncio.sleep(0.02)
@@ -105,29 +105,29 @@ async def test_a_new_generation_a_deletion_and_a_new_life_are_seen(stack: Stack)
 
     await delete_corpus(await stack.resources.pool(), corpus)
     for _ in range(100):
-        if await kept.get(corpus) is None:
+        if await kept.ready(corpus) is None:
             break
         await asyncio.sleep(0.02)
-    assert await kept.get(corpus) is None
+    assert await kept.ready(corpus) is None
 
 
 async def test_the_budget_is_kept(stack: Stack, small: tuple[list[Chunk], Vectors]) -> None:
     other = "small-in-memory-other"
     await write_corpus(stack, other, docs(300), synth_vectors(300, stack.cfg.embedding.dim, seed=9))
     one = await corpora(stack)
-    snapshot = await one.get(SMALL)
+    snapshot = await one.ready(SMALL)
     assert snapshot is not None
     # room for one corpus: the one searched last is kept, the other is read again
     budget = snapshot.nbytes + 1
     just_one = await corpora(stack, budget)
-    assert await just_one.get(SMALL) is not None and await just_one.get(other) is not None
+    assert await just_one.ready(SMALL) is not None and await just_one.ready(other) is not None
     assert just_one.kept_bytes <= budget and just_one.loads == 2
-    assert await just_one.get(SMALL) is not None and just_one.loads == 3
+    assert await just_one.ready(SMALL) is not None and just_one.loads == 3
     # a corpus larger than the budget, or than an exact scan takes, is left to PostgreSQL
-    assert await (await corpora(stack, 1000, 2000)).get(SMALL) is None
-    assert await (await corpora(stack, 1 << 30, N - 1)).get(SMALL) is None
-    assert await (await corpora(stack, 0, 2000)).get(SMALL) is None
-    assert await one.get("no-such-corpus") is None
+    assert await (await corpora(stack, 1000, 2000)).ready(SMALL) is None
+    assert await (await corpora(stack, 1 << 30, N - 1)).ready(SMALL) is None
+    assert await (await corpora(stack, 0, 2000)).ready(SMALL) is None
+    assert await one.ready("no-such-corpus") is None
 
 
 async def test_the_service_answers_alike_with_and_without_it(
@@ -138,9 +138,11 @@ async def test_the_service_answers_alike_with_and_without_it(
     pool = await stack.resources.pool(settings, search=True)
     embedder = stack.resources.embedder()
     plain = VectorServicer(cfg, stack.cfg.limits, pool, embedder, 0, settings)
-    kept = VectorServicer(
-        cfg, stack.cfg.limits, pool, embedder, 0, settings, small_corpora=await corpora(stack)
-    )
+    in_memory = await corpora(stack)
+    kept = VectorServicer(cfg, stack.cfg.limits, pool, embedder, 0, settings, small_corpora=in_memory)
+    first = await kept.search(common_pb2.SearchRequest(corpus_id=SMALL, query="doc 1", top_k=20))
+    assert first.plan == "exact"  # the first search is PostgreSQL's, while the corpus is read
+    await in_memory.ready(SMALL)
     for query in ("doc 17", "first steps in pkg3", "m2"):
         request = common_pb2.SearchRequest(corpus_id=SMALL, query=query, top_k=20)
         sql, memory = await plain.search(request), await kept.search(request)

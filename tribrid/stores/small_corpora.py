@@ -3,13 +3,16 @@
 A leg that can answer a small corpus from memory (the vector leg's exact scan, the sparse leg's
 BM25) reads the corpus once per committed generation into a snapshot of its own kind. A snapshot
 is used only while `CorpusVersions` says its version (generation and life) is still the committed
-one: a NOTIFY drops it at the next commit, deletion or re-creation. At most `budget_bytes` of
+one: a NOTIFY drops it at the next commit, deletion or re-creation. Until a version's snapshot is
+read (in the background, started by its first search), searches go to PostgreSQL. At most `budget_bytes` of
 snapshots are kept, the least recently searched dropped first; a budget of 0 keeps none.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +21,10 @@ from typing import Generic, Protocol, TypeVar
 import asyncpg
 
 from tribrid.stores.corpus_versions import CorpusVersions, Version
+
+log = logging.getLogger(__name__)
+
+RETRY_S = 30.0  # a corpus whose read failed is searched in PostgreSQL this long before another try
 
 
 class Kept(Protocol):
@@ -67,7 +74,8 @@ class SmallCorpora(Generic[K]):
         self._budget = budget_bytes
         self._read = load
         self._kept: OrderedDict[str, K | TooLarge] = OrderedDict()
-        self._loading: dict[str, asyncio.Lock] = {}
+        self._loading: dict[str, asyncio.Task[None]] = {}
+        self._retry_at: dict[str, float] = {}  # after a failed read, by corpus
         self.loads = 0
 
     @property
@@ -75,8 +83,9 @@ class SmallCorpora(Generic[K]):
         return sum(s.nbytes for s in self._kept.values() if not isinstance(s, TooLarge))
 
     async def get(self, corpus_id: str) -> K | None:
-        """The corpus's snapshot at its committed version; None when it is unknown, or larger than
-        the leg takes or than the budget (the SQL path answers those)."""
+        """The corpus's snapshot at its committed version; None when it is unknown, larger than
+        the leg takes or than the budget, or still being read: the SQL path answers those. The
+        first search of a version starts the read in the background and is not kept waiting."""
         if self._budget <= 0:
             return None
         version = await self._versions.get(corpus_id)
@@ -84,12 +93,18 @@ class SmallCorpora(Generic[K]):
             return None
         kept = self._current(corpus_id, version)
         if kept is None:
-            lock = self._loading.setdefault(corpus_id, asyncio.Lock())
-            async with lock:  # a burst of first searches reads the corpus once
-                kept = self._current(corpus_id, version)
-                if kept is None:
-                    kept = await self._load(corpus_id, version)
-        return None if kept is None or isinstance(kept, TooLarge) else kept
+            self._start(corpus_id, version)
+            return None
+        return None if isinstance(kept, TooLarge) else kept
+
+    async def ready(self, corpus_id: str) -> K | None:
+        """`get`, after waiting for the read it starts (for tests and warm-ups)."""
+        found = await self.get(corpus_id)
+        task = self._loading.get(corpus_id)
+        if found is None and task is not None:
+            await asyncio.shield(task)
+            found = await self.get(corpus_id)
+        return found
 
     def _current(self, corpus_id: str, version: Version) -> K | TooLarge | None:
         kept = self._kept.get(corpus_id)
@@ -98,17 +113,28 @@ class SmallCorpora(Generic[K]):
         self._kept.move_to_end(corpus_id)
         return kept
 
-    async def _load(self, corpus_id: str, version: Version) -> K | TooLarge | None:
-        read = await self._read(self._pool, corpus_id, self._max_rows)
+    def _start(self, corpus_id: str, version: Version) -> None:
+        if corpus_id in self._loading or time.monotonic() < self._retry_at.get(corpus_id, 0.0):
+            return
+        task = asyncio.create_task(self._load(corpus_id, version))
+        self._loading[corpus_id] = task
+        task.add_done_callback(lambda _: self._loading.pop(corpus_id, None))
+
+    async def _load(self, corpus_id: str, version: Version) -> None:
+        try:
+            read = await self._read(self._pool, corpus_id, self._max_rows)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as err:
+            self._retry_at[corpus_id] = time.monotonic() + RETRY_S
+            log.warning("corpus %r not read into memory, searched in PostgreSQL: %r", corpus_id, err)
+            return
         self.loads += 1
         if read is None or read.version != version:
             # committed again (or deleted) since the version was read: the next search reads anew
             self._kept.pop(corpus_id, None)
-            return None
+            return
         if not isinstance(read, TooLarge) and read.nbytes > self._budget:
             read = TooLarge(read.version)
         self._kept[corpus_id] = read
         self._kept.move_to_end(corpus_id)
         while self.kept_bytes > self._budget:
             self._kept.popitem(last=False)
-        return read
