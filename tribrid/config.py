@@ -227,6 +227,12 @@ class SparseConfig(_Section):
     # phrase: terms adjacent and in order; boolean: websearch syntax ("phrase", OR, -term).
     # "any" is the default: it ranked at or above "plain" on every tuning set (evals/README.md).
     query_mode: SparseQueryMode = "any"
+    # A corpus of at most `in_memory_max_chunks` chunks has its postings kept in the leg's memory,
+    # read once per committed generation, and its unfiltered any-mode searches are scored there
+    # (services/sparse/in_memory.py): at most `in_memory_mb` of them, the least recently searched
+    # corpus dropped first; 0 leaves every search to PostgreSQL. About 12 MB for 10k chunks.
+    in_memory_max_chunks: int = Field(50_000, ge=0, le=10_000_000)
+    in_memory_mb: int = Field(128, ge=0, le=65_536)
     # A plain query nothing matches drops up to this many of its rarest terms...
     relax_max_terms: int = Field(2, ge=0, le=10)
     # ...and fills the rest of top_k with chunks holding only some of its terms, ranked by BM25

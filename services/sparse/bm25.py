@@ -148,7 +148,7 @@ HELD_BITS = 64
 # Float sums of the same terms in another order differ in the last bits: scores are ranked rounded,
 # so exact ties stay in chunk-id order whatever a plan's summation order, and the bars leave
 # that much room.
-_SCORE_DIGITS = 9
+SCORE_DIGITS = 9
 _SLACK = "(1 - 1e-9)"
 _CONTRIB = (
     "p.tf * ($3::float8 + 1)"
@@ -227,7 +227,7 @@ def build_any_query(params: SearchParams) -> tuple[str, list[object]]:
             FROM cand c, split, bar
             WHERE c.partial + split.rest_bound >= bar.t{kept("c")}
         ), top AS (
-            SELECT chunk_id, generation, held, score, round(score::numeric, {_SCORE_DIGITS}) AS ranked
+            SELECT chunk_id, generation, held, score, round(score::numeric, {SCORE_DIGITS}) AS ranked
             FROM scored
             ORDER BY ranked DESC, chunk_id
             LIMIT $5
@@ -284,7 +284,7 @@ class Bm25Result:
     any_term: bool = False  # no chunk held enough terms: any-term matches were returned
 
 
-def _detail(k1: float, b: float, mode: str, matched: list[str], note: str) -> str:
+def bm25_detail(k1: float, b: float, mode: str, matched: list[str], note: str) -> str:
     return f"bm25 k1={k1:g} b={b:g} mode={mode} matched={','.join(matched)}{note}"
 
 
@@ -330,7 +330,7 @@ async def bm25_plain(
     def detail(row: asyncpg.Record) -> str:
         partial = not any_term and int(row["level"]) != level
         row_note = "; partial: some terms missing" if partial else note
-        return _detail(k1, b, "plain", list(row["matched"]), row_note)
+        return bm25_detail(k1, b, "plain", list(row["matched"]), row_note)
 
     return Bm25Result(
         [ScoredChunk(chunk_row(r), float(r["score"]), detail(r)) for r in rows],
@@ -354,7 +354,7 @@ async def bm25_any(
     def detail(row: asyncpg.Record) -> str:
         skipped = list(row["skipped"])
         note = "; pruned: " + ",".join(skipped) + " read for candidates only" if skipped else ""
-        return _detail(k1, b, "any", held_terms(every, row["held"], row["unread_held"]), note)
+        return bm25_detail(k1, b, "any", held_terms(every, row["held"], row["unread_held"]), note)
 
     return Bm25Result([ScoredChunk(chunk_row(r), float(r["score"]), detail(r)) for r in rows])
 
@@ -378,7 +378,7 @@ async def bm25_tsquery(
     note = f"; tsquery={query.tsquery}"
     return Bm25Result(
         [
-            ScoredChunk(chunk_row(r), float(r["score"]), _detail(k1, b, mode, list(r["matched"]), note))
+            ScoredChunk(chunk_row(r), float(r["score"]), bm25_detail(k1, b, mode, list(r["matched"]), note))
             for r in rows
         ]
     )

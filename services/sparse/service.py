@@ -9,13 +9,16 @@ import asyncpg
 import grpc
 
 from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_any, bm25_plain, bm25_tsquery
+from services.sparse.in_memory import Snapshot, bm25_any_in_memory, read_snapshot
 from tribrid.config import LimitsConfig, SparseConfig
 from tribrid.corpus_profile import CorpusProfiles
 from tribrid.options import not_found, with_options
 from tribrid.resources import Resources
-from tribrid.search_common import leg_response, validate_search
+from tribrid.search_common import chunk_filter, leg_response, validate_search
 from tribrid.server import ServiceSpec
+from tribrid.stores.corpus_versions import CorpusVersions
 from tribrid.stores.postgres import corpus_exists
+from tribrid.stores.small_corpora import SmallCorpora
 from tribrid.text import (
     STOPWORDS,
     boolean_query,
@@ -29,11 +32,19 @@ from tribrid.v1 import common_pb2, legs_pb2, sparse_pb2, sparse_pb2_grpc
 
 
 class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
-    def __init__(self, cfg: SparseConfig, limits: LimitsConfig, pool: asyncpg.Pool) -> None:
+    def __init__(
+        self,
+        cfg: SparseConfig,
+        limits: LimitsConfig,
+        pool: asyncpg.Pool,
+        small_corpora: SmallCorpora[Snapshot] | None = None,
+    ) -> None:
+        """`small_corpora`: the small corpora's postings in memory (None: every search in PostgreSQL)."""
         self._cfg = cfg
         self._limits = limits
         self._pool = pool
         self._profiles = CorpusProfiles(pool)
+        self._small_corpora = small_corpora
 
     async def warm_up(self) -> bool:
         """Load jieba's dictionary now when any corpus holds Chinese terms, so the first Chinese
@@ -58,7 +69,13 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
         stopwords = STOPWORDS if profile is None else stopwords_for(profile.prose_share)
         fold = cfg.fold_accents
         if cfg.query_mode == "any":
-            result = await bm25_any(self._pool, params, parse_query(params.query, stopwords, fold), k1, b)
+            terms = parse_query(params.query, stopwords, fold)
+            kept = None
+            if self._small_corpora is not None and not chunk_filter(params, first_arg=1).clauses:
+                kept = await self._small_corpora.get(params.corpus_id)
+            if kept is not None:  # the corpus exists: its snapshot is of its committed version
+                return bm25_any_in_memory(kept, terms.all, k1, b, params.top_k)
+            result = await bm25_any(self._pool, params, terms, k1, b)
         elif cfg.query_mode == "plain":
             result = await bm25_plain(
                 self._pool,
@@ -102,7 +119,16 @@ class SparseServicer(sparse_pb2_grpc.SparseSearchServicer):
 
 
 async def build(res: Resources) -> ServiceSpec:
-    servicer = SparseServicer(res.cfg.sparse, res.cfg.limits, await res.pool(SESSION_SETTINGS, search=True))
+    cfg = res.cfg.sparse
+    pool = await res.pool(SESSION_SETTINGS, search=True)
+    small_corpora = SmallCorpora(
+        pool,
+        CorpusVersions(pool, res.cfg.postgres),
+        cfg.in_memory_max_chunks,
+        cfg.in_memory_mb << 20,
+        read_snapshot,
+    )
+    servicer = SparseServicer(cfg, res.cfg.limits, pool, small_corpora)
     return ServiceSpec(
         full_name=sparse_pb2.DESCRIPTOR.services_by_name["SparseSearch"].full_name,
         register=lambda server: sparse_pb2_grpc.add_SparseSearchServicer_to_server(servicer, server),
