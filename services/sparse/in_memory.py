@@ -1,11 +1,11 @@
 """Any-term BM25 over a corpus's postings kept in the sparse leg's memory.
 
-In PostgreSQL a search reads the postings of its terms on every request (`build_any_query`): 2.4 ms
-of the server's CPU per search on click's 677 chunks, 2.2 ms median on the 10k bench corpus
-(2026-12-03). Here a corpus of at most `sparse.in_memory_max_chunks` chunks has its postings and
-term statistics read once per committed generation (tribrid/stores/small_corpora.py, within
-`sparse.in_memory_mb`), and an unfiltered any-mode search adds up its terms' contributions with
-numpy.
+In PostgreSQL a search reads the postings of its terms on every request (`build_any_query`): 2.4-3.9
+ms per search on click's 677 chunks, 5.8-8.1 ms on the 10k bench corpus, against 0.37 and 0.59 ms
+here (bench-quick's questions, one at a time, asyncpg included; 2026-12-03). Here a corpus of at
+most `sparse.in_memory_max_chunks` chunks has its postings and term statistics read once per
+committed generation (tribrid/stores/small_corpora.py, within `sparse.in_memory_mb`), and an
+unfiltered any-mode search adds up its terms' contributions with numpy.
 
 The answer is the SQL statement's: the same formula over the same postings and statistics, the
 same order (the score rounded to 9 digits, then the chunk id), the same matched terms. Nothing is
