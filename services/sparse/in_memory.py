@@ -27,43 +27,51 @@ from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committe
 from tribrid.stores.small_corpora import TooLarge, corpus_row, version_of
 
 _ROW_BYTES = 1024  # a ChunkRow: 0.78-0.81 KB on average in the demo corpora
-_TERM_BYTES = 200  # a term's dict entry, its string and its arrays' headers
-
-
-@dataclass(frozen=True, slots=True)
-class Postings:
-    """One term's postings: chunk positions (ascending), term frequencies, chunk lengths."""
-
-    chunks: np.ndarray  # int32
-    tf: np.ndarray  # float64
-    doc_terms: np.ndarray  # float64
+_TERM_BYTES = 160  # a term's dict entry, its string and its (start, end, df)
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
+    """A committed generation's postings as three flat arrays, a term's postings one slice of them
+    (its chunks' positions ascending): 12 bytes a posting, with no object per term but its key."""
+
     version: Version
     n: float  # corpora.chunk_count, as the statement's N
     avgdl: float  # greatest(corpora.avg_chunk_terms, 1)
     rows: list[ChunkRow]  # in chunk-id order
-    postings: dict[str, Postings]
-    df: dict[str, int]  # term_stats
+    terms: dict[str, tuple[int, int, int]]  # term -> its slice (start, end) and df (term_stats)
+    chunks: np.ndarray  # int32: a posting's chunk, as a position in rows
+    tf: np.ndarray  # int32
+    doc_terms: np.ndarray  # int32
 
     @property
     def nbytes(self) -> int:
-        arrays = sum(p.chunks.nbytes + p.tf.nbytes + p.doc_terms.nbytes for p in self.postings.values())
-        return arrays + len(self.rows) * _ROW_BYTES + (len(self.postings) + len(self.df)) * _TERM_BYTES
+        arrays = self.chunks.nbytes + self.tf.nbytes + self.doc_terms.nbytes
+        return arrays + len(self.rows) * _ROW_BYTES + len(self.terms) * _TERM_BYTES
 
 
 _ROWS = f"""
     SELECT {", ".join("c." + col for col in CHUNK_COLUMNS.split(", "))} FROM chunks c
     WHERE c.corpus_id = $1 AND {committed("c")} ORDER BY c.chunk_id"""
+# a term a row: its postings as arrays in chunk-id order (the order of _ROWS)
 _POSTINGS = f"""
-    SELECT p.term, p.chunk_id, p.tf, p.doc_terms FROM postings p
-    WHERE p.corpus_id = $1 AND {committed("p")} ORDER BY p.term"""
+    SELECT a.term, coalesce(ts.df, 0) AS df, a.chunk_ids, a.tf, a.doc_terms
+    FROM (
+        SELECT p.term, array_agg(p.chunk_id ORDER BY p.chunk_id) AS chunk_ids,
+               array_agg(p.tf ORDER BY p.chunk_id) AS tf,
+               array_agg(p.doc_terms ORDER BY p.chunk_id) AS doc_terms
+        FROM postings p WHERE p.corpus_id = $1 AND {committed("p")}
+        GROUP BY p.term
+    ) a
+    LEFT JOIN term_stats ts ON ts.corpus_id = $1 AND ts.term = a.term"""
 
 
 async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Snapshot | TooLarge | None:
-    """The corpus's committed chunks, postings and term statistics, in one transaction's view."""
+    """The corpus's committed chunks, postings and term statistics, in one transaction's view; the
+    postings a few hundred terms at a time (a cursor), so that reading them costs little memory."""
+    terms: dict[str, tuple[int, int, int]] = {}
+    parts: dict[str, list[np.ndarray]] = {"chunks": [], "tf": [], "doc_terms": []}
+    end = 0
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         corpus = await corpus_row(conn, corpus_id)
         if corpus is None:
@@ -72,32 +80,28 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
         if corpus["chunk_count"] > max_rows:
             return TooLarge(version)
         rows = [chunk_row(r) for r in await conn.fetch(_ROWS, corpus_id)]
-        records = await conn.fetch(_POSTINGS, corpus_id)
-        df = {
-            r["term"]: int(r["df"])
-            for r in await conn.fetch("SELECT term, df FROM term_stats WHERE corpus_id = $1", corpus_id)
-        }
-    if len(rows) > max_rows:
-        return TooLarge(version)
-    position = {row.chunk_id: i for i, row in enumerate(rows)}
-    terms = [r["term"] for r in records]
-    chunks = np.fromiter((position[r["chunk_id"]] for r in records), dtype=np.int32, count=len(records))
-    tf = np.fromiter((r["tf"] for r in records), dtype=np.float64, count=len(records))
-    doc_terms = np.fromiter((r["doc_terms"] for r in records), dtype=np.float64, count=len(records))
-    postings: dict[str, Postings] = {}
-    start = 0
-    for end in range(1, len(terms) + 1):
-        if end == len(terms) or terms[end] != terms[start]:
-            order = np.argsort(chunks[start:end], kind="stable") + start
-            postings[terms[start]] = Postings(chunks[order], tf[order], doc_terms[order])
-            start = end
+        if len(rows) > max_rows:
+            return TooLarge(version)
+        position = {row.chunk_id: i for i, row in enumerate(rows)}
+        async for record in conn.cursor(_POSTINGS, corpus_id, prefetch=500):
+            ids = record["chunk_ids"]
+            start, end = end, end + len(ids)
+            terms[record["term"]] = (start, end, int(record["df"]))
+            parts["chunks"].append(
+                np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
+            )
+            parts["tf"].append(np.asarray(record["tf"], dtype=np.int32))
+            parts["doc_terms"].append(np.asarray(record["doc_terms"], dtype=np.int32))
     return Snapshot(
         version=version,
         n=float(corpus["chunk_count"]),
         avgdl=max(float(corpus["avg_chunk_terms"] or 0.0), 1.0),
         rows=rows,
-        postings=postings,
-        df=df,
+        terms=terms,
+        **{
+            field: np.concatenate(arrays) if arrays else np.zeros(0, np.int32)
+            for field, arrays in parts.items()
+        },
     )
 
 
@@ -108,24 +112,24 @@ def bm25_any_in_memory(snapshot: Snapshot, terms: list[str], k1: float, b: float
     score = np.zeros(len(snapshot.rows), dtype=np.float64)
     hit = np.zeros(len(snapshot.rows), dtype=bool)
     for term in terms:  # a term given twice counts twice, as in the statement
-        postings = snapshot.postings.get(term)
-        if postings is None:
+        at = snapshot.terms.get(term)
+        if at is None:
             continue
-        df = snapshot.df.get(term, 0)
+        start, end, df = at
+        posted = snapshot.chunks[start:end]
+        tf = snapshot.tf[start:end].astype(np.float64)
+        length = 1 - b + b * snapshot.doc_terms[start:end] / snapshot.avgdl
         idf = np.log(1 + (snapshot.n - df + 0.5) / (df + 0.5))
-        tf = postings.tf
-        score[postings.chunks] += (
-            idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * postings.doc_terms / snapshot.avgdl))
-        )
-        hit[postings.chunks] = True
+        score[posted] += idf * tf * (k1 + 1) / (tf + k1 * length)
+        hit[posted] = True
     found = np.flatnonzero(hit)
     ranked = np.round(score[found], SCORE_DIGITS)
     top = found[np.lexsort((found, -ranked))[:top_k]]  # best rounded score, then chunk id
     # which query terms each answer holds, a term at a time (sorted, as the statement's array_agg)
     held = [
-        (term, _holds(postings.chunks, top))
+        (term, _holds(snapshot.chunks[at[0] : at[1]], top))
         for term in sorted(set(terms))
-        if (postings := snapshot.postings.get(term)) is not None
+        if (at := snapshot.terms.get(term)) is not None
     ]
     chunks = []
     for i, row in enumerate(top.tolist()):
