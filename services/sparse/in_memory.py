@@ -73,12 +73,10 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
     parts: dict[str, list[np.ndarray]] = {"chunks": [], "tf": [], "doc_terms": []}
     end = 0
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        corpus = await corpus_row(conn, corpus_id)
-        if corpus is None:
-            return None
+        corpus = await corpus_row(conn, corpus_id, max_rows)
+        if not isinstance(corpus, asyncpg.Record):
+            return corpus
         version = version_of(corpus)
-        if corpus["chunk_count"] > max_rows:
-            return TooLarge(version)
         rows = [chunk_row(r) for r in await conn.fetch(_ROWS, corpus_id)]
         if len(rows) > max_rows:
             return TooLarge(version)

@@ -65,12 +65,10 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
     """The corpus's committed rows and vectors, all read in one transaction's view; None for a
     corpus that is unknown or not yet committed; TooLarge above `max_rows` chunks."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        corpus = await corpus_row(conn, corpus_id)
-        if corpus is None:
-            return None
+        corpus = await corpus_row(conn, corpus_id, max_rows)
+        if not isinstance(corpus, asyncpg.Record):
+            return corpus
         version = version_of(corpus)
-        if corpus["chunk_count"] > max_rows:
-            return TooLarge(version)
         records = await conn.fetch(_LOAD, corpus_id)
     if len(records) > max_rows:  # chunk_count disagreed with the rows: leave it to the SQL scan
         return TooLarge(version)

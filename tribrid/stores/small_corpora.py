@@ -47,15 +47,19 @@ K = TypeVar("K", bound=Kept)
 Loader = Callable[[asyncpg.Pool, str, int], Awaitable[K | TooLarge | None]]
 
 
-async def corpus_row(conn: asyncpg.Connection, corpus_id: str) -> asyncpg.Record | None:
-    """The corpus's row with its `version` (generation, life), None unless it is committed; read
-    in the loader's transaction, so that its rows are of that version."""
+async def corpus_row(
+    conn: asyncpg.Connection, corpus_id: str, max_rows: int
+) -> asyncpg.Record | TooLarge | None:
+    """The corpus's row, read in the loader's transaction so that its rows are of that version;
+    None unless it is committed, TooLarge above `max_rows` chunks."""
     row: asyncpg.Record | None = await conn.fetchrow(
         "SELECT generation, created_at, chunk_count, avg_chunk_terms, embedding_model"
         " FROM corpora WHERE corpus_id = $1",
         corpus_id,
     )
-    return None if row is None or row["generation"] == 0 else row
+    if row is None or row["generation"] == 0:
+        return None
+    return TooLarge(version_of(row)) if row["chunk_count"] > max_rows else row
 
 
 def version_of(row: asyncpg.Record) -> Version:
