@@ -33,7 +33,14 @@ async def test_fused_search_is_one_connected_trace(
     spans.clear()
     async with stack.channel("fusion") as channel:
         reply = await fusion_pb2_grpc.FusionStub(channel).Search(
-            common_pb2.SearchRequest(corpus_id=SAMPLE_CORPUS, query="validate_card_number"), timeout=30
+            # a filter: the vector and sparse legs answer it in PostgreSQL (unfiltered, a small
+            # corpus may be answered from their memory, with no database span)
+            common_pb2.SearchRequest(
+                corpus_id=SAMPLE_CORPUS,
+                query="validate_card_number",
+                filters=common_pb2.SearchFilters(languages=["python"]),
+            ),
+            timeout=30,
         )
     assert reply.matches
     finished = list(spans.get_finished_spans())
