@@ -23,8 +23,8 @@ import numpy as np
 from services.sparse.bm25 import SCORE_DIGITS, Bm25Result, bm25_detail
 from tribrid.search_common import ScoredChunk
 from tribrid.stores.corpus_versions import Version
-from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed
-from tribrid.stores.small_corpora import TooLarge, corpus_row, version_of
+from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed, version_of
+from tribrid.stores.small_corpora import TooLarge, corpus_row
 
 _ROW_BYTES = 1024  # a ChunkRow: 0.78-0.81 KB on average in the demo corpora
 _TERM_BYTES = 160  # a term's dict entry, its string and its (start, end, df)
@@ -96,11 +96,14 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
         avgdl=max(float(corpus["avg_chunk_terms"] or 0.0), 1.0),
         rows=rows,
         terms=terms,
-        **{
-            field: np.concatenate(arrays) if arrays else np.zeros(0, np.int32)
-            for field, arrays in parts.items()
-        },
+        chunks=_joined(parts["chunks"]),
+        tf=_joined(parts["tf"]),
+        doc_terms=_joined(parts["doc_terms"]),
     )
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
 
 
 def bm25_any_in_memory(snapshot: Snapshot, terms: list[str], k1: float, b: float, top_k: int) -> Bm25Result:

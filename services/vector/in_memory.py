@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import asyncpg
 import numpy as np
 
-from services.vector.search import VectorResult, check_model, scan_detail
+from services.vector.search import VectorResult, answers_coverage, check_model, scan_detail
 from tribrid.config import VectorConfig
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.corpus_versions import Version
-from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed
-from tribrid.stores.small_corpora import TooLarge, corpus_row, version_of
+from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed, version_of
+from tribrid.stores.small_corpora import TooLarge, corpus_row
 
 # per row kept besides its two vectors: its ChunkRow, 0.78-0.81 KB on average in the demo corpora
 _ROW_BYTES = 1024
@@ -154,10 +154,4 @@ def search_snapshot(
     chunks = scan(
         snapshot, cfg, params.top_k, query, scan_detail(cfg, params.top_k).format(plan="exact in memory")
     )
-    return VectorResult(chunks, "memory", len(snapshot.rows), 0, coverage_of(snapshot, chunks))
-
-
-def coverage_of(snapshot: Snapshot, chunks: list[ScoredChunk]) -> float | None:
-    """answers_coverage, from the snapshot's rows."""
-    measured = [s for c in chunks if (s := snapshot.coverage.get(c.chunk.chunk_id)) is not None]
-    return sum(measured) / len(measured) if measured else None
+    return VectorResult(chunks, "memory", len(snapshot.rows), 0, answers_coverage(snapshot.coverage, chunks))

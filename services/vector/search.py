@@ -255,13 +255,13 @@ async def vector_search(
             plan = rows[0]["plan"]
             chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
             allowed = min(rows[0]["chunk_count"], cfg.exact_scan_max_rows + 1)  # as the probe counts
-            return VectorResult(chunks, plan, allowed, 1, answers_coverage(rows, chunks))
+            return VectorResult(chunks, plan, allowed, 1, answers_coverage(_coverages(rows), chunks))
     plan, allowed, rows = await _search_in_two(
         pool, cfg, params, query_vector, ef, candidates, embedding_model
     )
     statements = int(direct) + (3 if plan == "hnsw+exact" else 2)
     chunks = _scored(rows, cfg, params.top_k, detail.format(plan=plan))
-    return VectorResult(chunks, plan, allowed, statements, answers_coverage(rows, chunks))
+    return VectorResult(chunks, plan, allowed, statements, answers_coverage(_coverages(rows), chunks))
 
 
 def scan_detail(cfg: VectorConfig, top_k: int) -> str:
@@ -276,11 +276,14 @@ def blended_score(text: float, signature: float | None, weight: float) -> float:
     return text if signature is None else (text + weight * signature) / (1 + weight)
 
 
-def answers_coverage(rows: list[asyncpg.Record], chunks: list[ScoredChunk]) -> float | None:
-    """The mean `model_coverage` of the answered chunks' rows, over those measured."""
-    shares = {r["chunk_id"]: r["model_coverage"] for r in rows}
+def answers_coverage(shares: Mapping[str, float | None], chunks: list[ScoredChunk]) -> float | None:
+    """The mean `model_coverage` (by chunk id in `shares`) of the answered chunks, over those measured."""
     measured = [share for c in chunks if (share := shares.get(c.chunk.chunk_id)) is not None]
     return sum(measured) / len(measured) if measured else None
+
+
+def _coverages(rows: list[asyncpg.Record]) -> dict[str, float | None]:
+    return {r["chunk_id"]: r["model_coverage"] for r in rows}
 
 
 def _scored(rows: list[asyncpg.Record], cfg: VectorConfig, top_k: int, detail: str) -> list[ScoredChunk]:

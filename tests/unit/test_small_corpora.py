@@ -4,7 +4,6 @@ recently searched corpus first. The store's own behaviour: tests/integration/tes
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -52,22 +51,34 @@ class Store:
         return Read(version, self.size[corpus_id])
 
 
-def cache(budget: int = 1000) -> tuple[SmallCorpora[Read], Versions, Store]:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cache(budget: int = 1000, clock: Clock | None = None) -> tuple[SmallCorpora[Read], Versions, Store]:
     versions = Versions()
     store = Store(versions)
-    kept = SmallCorpora(cast(Any, None), cast(CorpusVersions, versions), 500, budget, store.load)
+    kept = SmallCorpora(
+        cast(Any, None), cast(CorpusVersions, versions), 500, budget, store.load, clock or Clock()
+    )
     return kept, versions, store
 
 
-async def test_a_failed_read_is_retried_only_after_a_while(monkeypatch: Any) -> None:
-    kept, versions, store = cache()
+async def test_a_failed_read_is_retried_only_after_a_while() -> None:
+    clock = Clock()
+    kept, versions, store = cache(clock=clock)
     versions.now["a"], store.size["a"] = (1, "life"), 100
     store.fail = True
     assert await kept.ready("a") is None
     assert await kept.ready("a") is None and store.calls == 1  # not read again at once
     store.fail = False
-    later = time.monotonic() + small_corpora.RETRY_S + 1
-    monkeypatch.setattr(time, "monotonic", lambda: later)
+    clock.now += small_corpora.RETRY_S - 1
+    assert await kept.ready("a") is None and store.calls == 1  # not yet
+    clock.now += 2
     found = await kept.ready("a")
     assert found == Read((1, "life"), 100) and store.calls == 2
 

@@ -542,6 +542,9 @@ async def corpus_version(pool: asyncpg.Pool, corpus_id: str) -> tuple[int, str] 
     generation must be keyed by both.
     """
     row = await pool.fetchrow("SELECT generation, created_at FROM corpora WHERE corpus_id = $1", corpus_id)
-    if row is None or row["generation"] == 0:
-        return None
+    return None if row is None or row["generation"] == 0 else version_of(row)
+
+
+def version_of(row: asyncpg.Record) -> tuple[int, str]:
+    """corpus_version's answer, from a committed corpus row (its generation and created_at)."""
     return int(row["generation"]), row["created_at"].isoformat()

@@ -21,6 +21,7 @@ from typing import Generic, Protocol, TypeVar
 import asyncpg
 
 from tribrid.stores.corpus_versions import CorpusVersions, Version
+from tribrid.stores.postgres import version_of
 
 log = logging.getLogger(__name__)
 
@@ -62,21 +63,24 @@ async def corpus_row(
     return TooLarge(version_of(row)) if row["chunk_count"] > max_rows else row
 
 
-def version_of(row: asyncpg.Record) -> Version:
-    return int(row["generation"]), row["created_at"].isoformat()  # as corpus_version says
-
-
 class SmallCorpora(Generic[K]):
     """Snapshots of the small corpora searched lately, up to `budget_bytes` in all."""
 
     def __init__(
-        self, pool: asyncpg.Pool, versions: CorpusVersions, max_rows: int, budget_bytes: int, load: Loader[K]
+        self,
+        pool: asyncpg.Pool,
+        versions: CorpusVersions,
+        max_rows: int,
+        budget_bytes: int,
+        load: Loader[K],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._pool = pool
         self._versions = versions
         self._max_rows = max_rows
         self._budget = budget_bytes
         self._read = load
+        self._clock = clock
         self._kept: OrderedDict[str, K | TooLarge] = OrderedDict()
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._retry_at: dict[str, float] = {}  # after a failed read, by corpus
@@ -118,7 +122,7 @@ class SmallCorpora(Generic[K]):
         return kept
 
     def _start(self, corpus_id: str, version: Version) -> None:
-        if corpus_id in self._loading or time.monotonic() < self._retry_at.get(corpus_id, 0.0):
+        if corpus_id in self._loading or self._clock() < self._retry_at.get(corpus_id, 0.0):
             return
         task = asyncio.create_task(self._load(corpus_id, version))
         self._loading[corpus_id] = task
@@ -128,7 +132,7 @@ class SmallCorpora(Generic[K]):
         try:
             read = await self._read(self._pool, corpus_id, self._max_rows)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as err:
-            self._retry_at[corpus_id] = time.monotonic() + RETRY_S
+            self._retry_at[corpus_id] = self._clock() + RETRY_S
             log.warning("corpus %r not read into memory, searched in PostgreSQL: %r", corpus_id, err)
             return
         self.loads += 1
