@@ -26,28 +26,38 @@ from tribrid.stores.corpus_versions import Version
 from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed, version_of
 from tribrid.stores.small_corpora import TooLarge, corpus_row
 
-_ROW_BYTES = 1024  # a ChunkRow: 0.78-0.81 KB on average in the demo corpora
-_TERM_BYTES = 160  # a term's dict entry, its string and its (start, end, df)
+_ROW_BYTES = 400  # a ChunkRow with its repeated strings shared: 0.40 KB in the 10k bench corpus
+_TERM_BYTES = 110  # a term's dict entry: its string and its number
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A committed generation's postings as three flat arrays, a term's postings one slice of them
-    (its chunks' positions ascending): 12 bytes a posting, with no object per term but its key."""
+    """A committed generation's postings as flat arrays, a term's postings one slice of them (its
+    chunks' positions ascending): 6 bytes a posting where every tf fits 16 bits, 8 where not, and
+    no object per term but its key and number."""
 
     version: Version
     n: float  # corpora.chunk_count, as the statement's N
     avgdl: float  # greatest(corpora.avg_chunk_terms, 1)
     rows: list[ChunkRow]  # in chunk-id order
-    terms: dict[str, tuple[int, int, int]]  # term -> its slice (start, end) and df (term_stats)
+    terms: dict[str, int]  # term -> its number: its postings are chunks[starts[i]:starts[i + 1]]
+    starts: np.ndarray  # int64, one more than there are terms
+    df: np.ndarray  # int64: a term's df (term_stats)
     chunks: np.ndarray  # int32: a posting's chunk, as a position in rows
-    tf: np.ndarray  # int32
-    doc_terms: np.ndarray  # int32
+    tf: np.ndarray  # uint16 or int32
+    doc_terms: np.ndarray  # int32: a chunk's terms, by its position in rows (every posting's doc_terms)
 
     @property
     def nbytes(self) -> int:
-        arrays = self.chunks.nbytes + self.tf.nbytes + self.doc_terms.nbytes
+        arrays = sum(a.nbytes for a in (self.starts, self.df, self.chunks, self.tf, self.doc_terms))
         return arrays + len(self.rows) * _ROW_BYTES + len(self.terms) * _TERM_BYTES
+
+    def postings(self, term: str) -> tuple[int, int, int] | None:
+        """The term's slice (start, end) of the posting arrays and its df; None if no chunk has it."""
+        i = self.terms.get(term)
+        if i is None:
+            return None
+        return int(self.starts[i]), int(self.starts[i + 1]), int(self.df[i])
 
 
 _ROWS = f"""
@@ -64,42 +74,66 @@ _POSTINGS = f"""
         GROUP BY p.term
     ) a
     LEFT JOIN term_stats ts ON ts.corpus_id = $1 AND ts.term = a.term"""
+# the columns many chunks share a value of (a file's path, its language): held once, not per row
+_SHARED = ("corpus_id", "file_path", "language", "kind", "document_title", "section", "document_metadata")
+_TF_16 = np.iinfo(np.uint16).max
 
 
 async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Snapshot | TooLarge | None:
     """The corpus's committed chunks, postings and term statistics, in one transaction's view; the
     postings a few hundred terms at a time (a cursor), so that reading them costs little memory."""
-    terms: dict[str, tuple[int, int, int]] = {}
-    parts: dict[str, list[np.ndarray]] = {"chunks": [], "tf": [], "doc_terms": []}
-    end = 0
+    terms: dict[str, int] = {}
+    starts, dfs = [0], list[int]()
+    parts: dict[str, list[np.ndarray]] = {"chunks": [], "tf": []}
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         corpus = await corpus_row(conn, corpus_id, max_rows)
         if not isinstance(corpus, asyncpg.Record):
             return corpus
         version = version_of(corpus)
-        rows = [chunk_row(r) for r in await conn.fetch(_ROWS, corpus_id)]
+        rows = _shared_strings([chunk_row(r) for r in await conn.fetch(_ROWS, corpus_id)])
         if len(rows) > max_rows:
             return TooLarge(version)
         position = {row.chunk_id: i for i, row in enumerate(rows)}
+        doc_terms = np.zeros(len(rows), dtype=np.int32)
         async for record in conn.cursor(_POSTINGS, corpus_id, prefetch=500):
             ids = record["chunk_ids"]
-            start, end = end, end + len(ids)
-            terms[record["term"]] = (start, end, int(record["df"]))
-            parts["chunks"].append(
-                np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
-            )
+            terms[record["term"]] = len(dfs)
+            starts.append(starts[-1] + len(ids))
+            dfs.append(int(record["df"]))
+            posted = np.fromiter(map(position.__getitem__, ids), dtype=np.int32, count=len(ids))
+            parts["chunks"].append(posted)
             parts["tf"].append(np.asarray(record["tf"], dtype=np.int32))
-            parts["doc_terms"].append(np.asarray(record["doc_terms"], dtype=np.int32))
+            # a chunk's doc_terms is the same in each of its postings
+            doc_terms[posted] = np.asarray(record["doc_terms"], dtype=np.int32)
     return Snapshot(
         version=version,
         n=float(corpus["chunk_count"]),
         avgdl=max(float(corpus["avg_chunk_terms"] or 0.0), 1.0),
         rows=rows,
         terms=terms,
+        starts=np.asarray(starts, dtype=np.int64),
+        df=np.asarray(dfs, dtype=np.int64),
         chunks=_joined(parts["chunks"]),
-        tf=_joined(parts["tf"]),
-        doc_terms=_joined(parts["doc_terms"]),
+        tf=_narrowed(_joined(parts["tf"])),
+        doc_terms=doc_terms,
     )
+
+
+def _shared_strings(rows: list[ChunkRow]) -> list[ChunkRow]:
+    """The rows with each repeated value of the `_SHARED` columns one string object: a row then
+    holds its own id and symbol, and pointers (0.69 -> 0.40 KB a row in the 10k bench corpus)."""
+    held: dict[object, object] = {}
+    shared = [col in _SHARED for col in ChunkRow._fields]
+    return [
+        ChunkRow._make(held.setdefault(v, v) if s else v for v, s in zip(row, shared, strict=True))
+        for row in rows
+    ]
+
+
+def _narrowed(tf: np.ndarray) -> np.ndarray:
+    """The term frequencies in 16 bits when every one fits, as they do in any chunk of ordinary
+    size."""
+    return tf.astype(np.uint16) if tf.size == 0 or tf.max() <= _TF_16 else tf
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
@@ -113,13 +147,13 @@ def bm25_any_in_memory(snapshot: Snapshot, terms: list[str], k1: float, b: float
     score = np.zeros(len(snapshot.rows), dtype=np.float64)
     hit = np.zeros(len(snapshot.rows), dtype=bool)
     for term in terms:  # a term given twice counts twice, as in the statement
-        at = snapshot.terms.get(term)
+        at = snapshot.postings(term)
         if at is None:
             continue
         start, end, df = at
         posted = snapshot.chunks[start:end]
         tf = snapshot.tf[start:end].astype(np.float64)
-        length = 1 - b + b * snapshot.doc_terms[start:end] / snapshot.avgdl
+        length = 1 - b + b * snapshot.doc_terms[posted] / snapshot.avgdl
         idf = np.log(1 + (snapshot.n - df + 0.5) / (df + 0.5))
         score[posted] += idf * tf * (k1 + 1) / (tf + k1 * length)
         hit[posted] = True
@@ -130,7 +164,7 @@ def bm25_any_in_memory(snapshot: Snapshot, terms: list[str], k1: float, b: float
     held = [
         (term, _holds(snapshot.chunks[at[0] : at[1]], top))
         for term in sorted(set(terms))
-        if (at := snapshot.terms.get(term)) is not None
+        if (at := snapshot.postings(term)) is not None
     ]
     chunks = []
     for i, row in enumerate(top.tolist()):

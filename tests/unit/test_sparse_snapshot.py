@@ -1,0 +1,42 @@
+"""How the sparse leg's in-memory postings are held (services/sparse/in_memory.py); that their answers
+are the statement's: tests/integration/test_sparse_in_memory.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.sparse.in_memory import _narrowed, _shared_strings
+from tribrid.stores.postgres import ChunkRow
+
+
+def fresh(text: str) -> str:
+    """An equal string that is another object, as each record's strings are."""
+    return text[:1] + text[1:]
+
+
+def row(chunk_id: str, file_path: str, symbol: str) -> ChunkRow:
+    return ChunkRow(
+        chunk_id, fresh("corpus"), fresh(file_path), 1, 2, fresh("python"), fresh("function"),
+        symbol, "", "", 0, 0, fresh("{}"),
+    )  # fmt: skip
+
+
+def test_repeated_strings_are_shared_and_rows_unchanged() -> None:
+    rows = [row("a", "pkg/one.py", "f"), row("b", "pkg/one.py", "g"), row("c", "pkg/two.py", "h")]
+    assert rows[0].file_path is not rows[1].file_path
+    shared = _shared_strings(rows)
+    assert shared == rows
+    assert shared[0].file_path is shared[1].file_path
+    assert shared[0].corpus_id is shared[2].corpus_id
+    assert shared[0].language is shared[2].language
+    assert shared[0].document_metadata is shared[2].document_metadata
+    assert shared[0].file_path is not shared[2].file_path
+
+
+def test_term_frequencies_narrowed_only_when_each_fits() -> None:
+    small = _narrowed(np.array([1, 3, 65_535], dtype=np.int32))
+    assert small.dtype == np.uint16
+    assert small.tolist() == [1, 3, 65_535]
+    large = _narrowed(np.array([1, 65_536], dtype=np.int32))
+    assert large.tolist() == [1, 65_536]
+    assert _narrowed(np.zeros(0, dtype=np.int32)).size == 0
