@@ -85,6 +85,10 @@ class PostgresConfig(_Section):
     # 2 gave 29, at the same throughput. Default: this machine's CPU count (the embedded server's).
     search_pool_max_size: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1, le=200)
     command_timeout_s: float = Field(30.0, gt=0)
+    # The indexer's statements grow with a corpus (building its HNSW index, vacuuming the postings,
+    # deleting it): a 100k-chunk corpus's index build alone ran past command_timeout_s here. They
+    # wait this long instead; the search legs keep command_timeout_s.
+    maintenance_timeout_s: float = Field(3600.0, gt=0)
 
     @property
     def embedded(self) -> bool:

@@ -34,7 +34,8 @@ class Resources:
 
         `search`: a search leg's pool: `postgres.search_pool_max_size` connections, handed back
         without a reset (`create_pool`): the legs change no session state, unlike the indexer
-        (session advisory locks)."""
+        (session advisory locks). Its statements wait `postgres.command_timeout_s`; the other
+        pools' (the indexer's), `postgres.maintenance_timeout_s`."""
         key = (tuple(sorted((settings or {}).items())), search)
         if key not in self._pools:
             postgres = self.cfg.postgres
@@ -45,6 +46,7 @@ class Resources:
                 dict(key[0]) or None,
                 reset_sessions=not search,
                 max_size=postgres.search_pool_max_size if search else None,
+                command_timeout_s=postgres.command_timeout_s if search else postgres.maintenance_timeout_s,
             )
         return self._pools[key]
 

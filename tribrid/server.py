@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, TypeVar, cast
 
+import asyncpg
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -75,9 +76,18 @@ def _bounded(message: str) -> str:
     return message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
 
 
+# A store that is down, refused the connection or did not answer in time (asyncpg's statement
+# timeout, a graph query's): the caller may retry, which UNKNOWN would not tell it.
+STORE_FAILURES = (OSError, TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
+
+
 async def _answer(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     if isinstance(error, RequestError):
         await context.abort(error.code, _bounded(error.message))
+    if isinstance(error, STORE_FAILURES):
+        reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        log.warning("a store did not answer: the call is answered UNAVAILABLE", exc_info=error)
+        await context.abort(grpc.StatusCode.UNAVAILABLE, _bounded(f"a store did not answer ({reason})"))
     assert isinstance(error, ValidationError)
     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _bounded("; ".join(describe_errors(error))))
 
@@ -100,7 +110,8 @@ class CallPolicy(WrapsMethods):
       retries or goes elsewhere: a queue would only grow every answer's latency);
     - what a caller must fix, raised anywhere in the call, answered with its status and message:
       `RequestError` with its own code, a pydantic `ValidationError` as INVALID_ARGUMENT naming
-      the field and the allowed range. Servicers raise; none of them catches to abort.
+      the field and the allowed range. Servicers raise; none of them catches to abort;
+    - a store that failed (`STORE_FAILURES`): UNAVAILABLE, naming what it raised.
     """
 
     def __init__(self, auth_cfg: AuthConfig | None = None, max_in_flight: int = 0) -> None:
@@ -129,7 +140,7 @@ class CallPolicy(WrapsMethods):
                     finally:
                         if admitted:
                             self._release(token)
-                except (RequestError, ValidationError) as error:
+                except (RequestError, ValidationError, *STORE_FAILURES) as error:
                     err = error
                     await _answer(context, error)
                 except BaseException as error:
@@ -158,7 +169,7 @@ class CallPolicy(WrapsMethods):
                     finally:
                         if admitted:
                             self._release(token)
-                except (RequestError, ValidationError) as error:
+                except (RequestError, ValidationError, *STORE_FAILURES) as error:
                     err = error
                     await _answer(context, error)
                 except BaseException as error:

@@ -19,6 +19,7 @@ from tests.stack import FIXTURE_REPO, Stack, index_corpus
 from tribrid.embedding import Embedder, Vectors
 from tribrid.graphstore.base import graph_key
 from tribrid.models import Entity, Relation
+from tribrid.resources import Resources
 from tribrid.stores.postgres import committed, corpus_generation, corpus_vector_index
 from tribrid.text import stem
 from tribrid.v1 import (
@@ -409,6 +410,21 @@ async def test_a_run_gives_a_corpus_searched_by_hnsw_its_own_vector_index(
     }
     assert corpus_vector_index("reindex-own-index") in names
     assert corpus_vector_index("reindex-no-own-index") not in names
+
+
+async def test_the_indexers_statements_wait_the_maintenance_timeout_and_searches_the_command_timeout(
+    stack: Stack,
+) -> None:
+    """A 100k-chunk corpus's HNSW build ran past the 30 s command timeout and failed its run: the
+    indexer's pool (`Resources.pool()`) waits `maintenance_timeout_s`, the legs' `command_timeout_s`."""
+    postgres = stack.cfg.postgres.model_copy(update={"command_timeout_s": 0.5, "maintenance_timeout_s": 60.0})
+    resources = Resources(stack.cfg.model_copy(update={"postgres": postgres}))
+    try:
+        assert await (await resources.pool()).fetchval("SELECT 1 FROM pg_sleep(1.0)") == 1
+        with pytest.raises(TimeoutError):
+            await (await resources.pool(search=True)).fetchval("SELECT pg_sleep(1.0)")
+    finally:
+        await resources.close()
 
 
 async def test_a_corpus_of_an_older_index_format_is_redone_whole_reusing_equal_vectors(

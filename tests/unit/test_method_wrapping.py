@@ -43,6 +43,10 @@ class Answers(sparse_pb2_grpc.SparseSearchServicer):
     async def Search(self, request: common_pb2.SearchRequest, context: Any) -> common_pb2.SearchResponse:
         if request.top_k > 100:
             raise RequestError(grpc.StatusCode.INVALID_ARGUMENT, "top_k must be at most 100")
+        if request.query == "slow store":  # as asyncpg raises past its statement timeout
+            raise TimeoutError
+        if request.query == "store down":
+            raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
         return common_pb2.SearchResponse(took_ms=float(request.top_k))
 
 
@@ -89,3 +93,24 @@ async def test_the_call_policy_counts_each_call_with_its_code() -> None:
     after = {code: requests.labels(METHOD, code)._value.get() for code in before}
     assert after["OK"] - before["OK"] == 2
     assert after["INVALID_ARGUMENT"] - before["INVALID_ARGUMENT"] == 1
+
+
+async def test_a_store_that_failed_is_unavailable_naming_what_it_raised() -> None:
+    server, port = await _serve(CallPolicy())
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = sparse_pb2_grpc.SparseSearchStub(channel)
+            failed = []
+            for query in ("slow store", "store down"):
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await stub.Search(common_pb2.SearchRequest(query=query, top_k=1))
+                failed.append(raised.value)
+            answered = await stub.Search(common_pb2.SearchRequest(query="fine", top_k=2))
+    finally:
+        await server.stop(None)
+    assert [f.code() for f in failed] == [grpc.StatusCode.UNAVAILABLE] * 2
+    assert failed[0].details() == "a store did not answer (TimeoutError)"
+    assert failed[1].details() == (
+        "a store did not answer (ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 5432))"
+    )
+    assert answered.took_ms == 2.0

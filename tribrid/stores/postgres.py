@@ -411,6 +411,7 @@ async def create_pool(
     *,
     reset_sessions: bool = True,
     max_size: int | None = None,
+    command_timeout_s: float | None = None,
 ) -> asyncpg.Pool:
     """Migrate the schema, then open a pool whose connections know the `vector` type and start
     with `server_settings` (RESET ALL, run as a connection goes back, returns to these).
@@ -418,7 +419,8 @@ async def create_pool(
     `reset_sessions=False` is for pools whose users leave no session state behind (no SET, session
     advisory locks or LISTEN: transaction-local settings only): a connection then goes back as it
     is, without asyncpg's reset statements, a round trip per query on the search legs' hot path.
-    An open transaction is still rolled back. `max_size` replaces `cfg.pool_max_size`."""
+    An open transaction is still rolled back. `max_size` replaces `cfg.pool_max_size`, and
+    `command_timeout_s` `cfg.command_timeout_s`."""
     try:
         conn = await asyncpg.connect(cfg.effective_dsn(), timeout=10)
     except (OSError, TimeoutError) as exc:  # refused, unreachable, no answer
@@ -431,7 +433,7 @@ async def create_pool(
         cfg.effective_dsn(),
         min_size=min(cfg.pool_min_size, max_size or cfg.pool_max_size),
         max_size=max_size or cfg.pool_max_size,
-        command_timeout=cfg.command_timeout_s,
+        command_timeout=command_timeout_s or cfg.command_timeout_s,
         init=_init_connection,
         server_settings=server_settings,
         reset=None if reset_sessions else _keep_session,
