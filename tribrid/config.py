@@ -234,9 +234,11 @@ class SparseConfig(_Section):
     # A corpus of at most `in_memory_max_chunks` chunks has its postings kept in the leg's memory,
     # read once per committed generation, and its unfiltered any-mode searches are scored there
     # (services/sparse/in_memory.py): at most `in_memory_mb` of them, the least recently searched
-    # corpus dropped first; 0 leaves every search to PostgreSQL. The 10k bench corpus: 21 MB counted,
-    # 40 MB more RSS (read in 1.3 s).
-    in_memory_max_chunks: int = Field(50_000, ge=0, le=10_000_000)
+    # corpus dropped first; 0 leaves every search to PostgreSQL. Counted: the 10k bench corpus 10 MB,
+    # bench-scale's 100k corpus 90 MB (98 MB more RSS, read in 34-43 s, 15 of them PostgreSQL's
+    # aggregation and 3.5-4 the leg's CPU): about 0.9 KB a chunk, so 120k chunks stay within
+    # the 128 MB with room for corpora of longer chunks (one read above the budget is not kept).
+    in_memory_max_chunks: int = Field(120_000, ge=0, le=10_000_000)
     in_memory_mb: int = Field(128, ge=0, le=65_536)
     # A plain query nothing matches drops up to this many of its rarest terms...
     relax_max_terms: int = Field(2, ge=0, le=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.sparse.in_memory import _narrowed, _shared_strings
+from services.sparse.in_memory import _int4_count, _int4_values, _narrowed, _SharedStrings
 from tribrid.stores.postgres import ChunkRow
 
 
@@ -24,7 +24,10 @@ def row(chunk_id: str, file_path: str, symbol: str) -> ChunkRow:
 def test_repeated_strings_are_shared_and_rows_unchanged() -> None:
     rows = [row("a", "pkg/one.py", "f"), row("b", "pkg/one.py", "g"), row("c", "pkg/two.py", "h")]
     assert rows[0].file_path is not rows[1].file_path
-    shared = _shared_strings(rows)
+    kept = _SharedStrings()
+    for each in rows:
+        kept.append(each)
+    shared = kept.rows
     assert shared == rows
     assert shared[0].file_path is shared[1].file_path
     assert shared[0].corpus_id is shared[2].corpus_id
@@ -40,3 +43,20 @@ def test_term_frequencies_narrowed_only_when_each_fits() -> None:
     large = _narrowed(np.array([1, 65_536], dtype=np.int32))
     assert large.tolist() == [1, 65_536]
     assert _narrowed(np.zeros(0, dtype=np.int32)).size == 0
+
+
+def sent(values: list[int]) -> bytes:
+    """array_send(values::int4[]) as PostgreSQL 15 writes it."""
+    header = bytes.fromhex("00000001" "00000000" "00000017") + len(values).to_bytes(4, "big") + bytes.fromhex("00000001")
+    return header + b"".join((4).to_bytes(4, "big") + v.to_bytes(4, "big", signed=True) for v in values)
+
+
+def test_postgresqls_binary_int4_arrays_are_read_as_int32_one_after_the_other() -> None:
+    batch = [{"pos": sent([1, 2, 300])}, {"pos": sent([-7])}, {"pos": sent([70_000, 5])}]
+    assert sent([1, 2, 300]).hex() == (
+        "000000010000000000000017000000030000000100000004000000010000000400000002000000040000012c"
+    )  # PostgreSQL's own bytes for ARRAY[1, 2, 300]
+    read = _int4_values(batch, "pos")  # type: ignore[arg-type]
+    assert read.dtype == np.int32
+    assert read.tolist() == [1, 2, 300, -7, 70_000, 5]
+    assert [_int4_count(record["pos"]) for record in batch] == [3, 1, 2]

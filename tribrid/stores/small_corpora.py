@@ -11,6 +11,8 @@ snapshots are kept, the least recently searched dropped first; a budget of 0 kee
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import logging
 import time
 from collections import OrderedDict
@@ -34,6 +36,26 @@ class Kept(Protocol):
 
     @property
     def nbytes(self) -> int: ...
+
+
+def release_free_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's malloc_trim). A read leaves many of
+    them between the objects it keeps: 33 of the 138 MB a 100k-chunk corpus's sparse read had added
+    to the leg's RSS. Elsewhere (another C library) nothing happens."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _libc()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,3 +168,4 @@ class SmallCorpora(Generic[K]):
         self._kept.move_to_end(corpus_id)
         while self.kept_bytes > self._budget:
             self._kept.popitem(last=False)
+        release_free_memory()
