@@ -25,7 +25,7 @@ from services.sparse.bm25 import SCORE_DIGITS, Bm25Result, bm25_detail
 from tribrid.search_common import ScoredChunk
 from tribrid.stores.corpus_versions import Version
 from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed, version_of
-from tribrid.stores.small_corpora import TooLarge, corpus_row
+from tribrid.stores.small_corpora import READ_TIMEOUT_S, TooLarge, corpus_row
 
 _ROW_BYTES = 400  # a ChunkRow with its repeated strings shared: 0.40 KB in the 10k bench corpus
 _TERM_BYTES = 110  # a term's dict entry: its string and its number
@@ -87,6 +87,10 @@ _POSTINGS = f"""
 # the columns many chunks share a value of (a file's path, its language): held once, not per row
 _SHARED = ("corpus_id", "file_path", "language", "kind", "document_title", "section", "document_metadata")
 _TF_16 = np.iinfo(np.uint16).max
+# The leg's pool plans for its searches (SESSION_SETTINGS: no sorts, generic plans); the postings'
+# aggregation needs a sort, without which it joined them to the chunks by a nested loop (the 10k
+# bench corpus: past the 30 s timeout, against 1.4 s). For the read's transaction only.
+READ_SETTINGS = "SET LOCAL enable_sort = on; SET LOCAL plan_cache_mode = auto"
 _BATCH = 2000  # rows or terms a cursor fetches at once
 
 
@@ -98,14 +102,15 @@ async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Sn
         if not isinstance(corpus, asyncpg.Record):
             return corpus
         version = version_of(corpus)
+        await conn.execute(READ_SETTINGS)
         rows = _SharedStrings()
-        async for record in conn.cursor(_ROWS, corpus_id, prefetch=_BATCH):
+        async for record in conn.cursor(_ROWS, corpus_id, prefetch=_BATCH, timeout=READ_TIMEOUT_S):
             rows.append(chunk_row(record))
         if len(rows.rows) > max_rows:
             return TooLarge(version)
         postings = _PostingsRead(len(rows.rows))
         batch: list[asyncpg.Record] = []
-        async for record in conn.cursor(_POSTINGS, corpus_id, prefetch=_BATCH):
+        async for record in conn.cursor(_POSTINGS, corpus_id, prefetch=_BATCH, timeout=READ_TIMEOUT_S):
             batch.append(record)
             if len(batch) == _BATCH:
                 postings.add(batch)

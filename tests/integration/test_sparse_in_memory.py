@@ -9,7 +9,7 @@ import re
 import pytest
 
 from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_any
-from services.sparse.in_memory import Snapshot, bm25_any_in_memory, read_snapshot
+from services.sparse.in_memory import _POSTINGS, READ_SETTINGS, Snapshot, bm25_any_in_memory, read_snapshot
 from services.sparse.service import SparseServicer
 from tests.integration.test_sparse_pruning import CODE, code_corpus, few_chunks  # noqa: F401
 from tests.stack import Stack
@@ -28,9 +28,24 @@ def same_answer(sql: Bm25Result, memory: Bm25Result, what: str) -> None:
 
 
 async def snapshot_of(stack: Stack, corpus: str) -> Snapshot:
-    read = await read_snapshot(await stack.resources.pool(), corpus, 100_000)
+    # the leg's own pool, with its session settings (no sorts, generic plans)
+    read = await read_snapshot(await stack.resources.pool(SESSION_SETTINGS, search=True), corpus, 100_000)
     assert isinstance(read, Snapshot)
     return read
+
+
+async def test_the_postings_read_joins_by_hash_under_the_legs_settings(
+    stack: Stack,
+    code_corpus: list[str],  # noqa: F811
+) -> None:
+    """Under the leg's `enable_sort = off` the read's aggregation joined postings to chunks by a
+    nested loop, every posting against every chunk (the 10k bench corpus ran past the 30 s
+    timeout); the read turns sorting on for its own transaction."""
+    pool = await stack.resources.pool(SESSION_SETTINGS, search=True)
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(READ_SETTINGS)
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + _POSTINGS, CODE))
+    assert "Hash Join" in plan and "Nested Loop" not in plan, plan
 
 
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.6), (0.0, 0.6), (3.0, 1.0), (1.2, 0.0)])
