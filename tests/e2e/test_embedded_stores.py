@@ -72,7 +72,8 @@ def cfg() -> Iterator[TriBridConfig]:
     state_dir = _reachable_tmp_dir("tribrid-stores-test-")
     config = load_config(
         state_dir=state_dir,
-        postgres={"port": PG_PORT, "database": "tribrid_stores_test"},
+        # not the default: the server must be started with the config's
+        postgres={"port": PG_PORT, "database": "tribrid_stores_test", "shared_buffers_mb": 96},
         graph_store={"backend": "falkordb", "falkordb_port": GRAPH_PORT},
     )
     try:
@@ -105,6 +106,7 @@ async def test_up_starts_working_servers_and_is_idempotent(stopped: TriBridConfi
     try:
         assert await conn.fetchval("SELECT 1") == 1
         assert await conn.fetchval("SELECT current_database()") == "tribrid_stores_test"
+        assert await conn.fetchval("SHOW shared_buffers") == "96MB"
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         assert await conn.fetchval("SELECT '[1,2,3]'::vector <-> '[1,2,4]'::vector") == pytest.approx(1.0)
     finally:

@@ -264,7 +264,7 @@ def up(cfg: TriBridConfig, log: Log) -> bool:
     started_at = time.monotonic()
     _prepare_data_dir(data_dir, run_as)
     initialised = _initdb_if_needed(bin_dir, data_dir, run_as)
-    _pg_ctl_start(bin_dir, data_dir, run_as, host, port)
+    _pg_ctl_start(bin_dir, data_dir, run_as, host, port, cfg.postgres.shared_buffers_mb)
     _ensure_database(cfg, log)
     what = "initialised and started" if initialised else "started"
     elapsed = time.monotonic() - started_at
@@ -305,10 +305,15 @@ def _initdb_if_needed(bin_dir: Path, data_dir: Path, run_as: _RunAs | None) -> b
     return True
 
 
-def _pg_ctl_start(bin_dir: Path, data_dir: Path, run_as: _RunAs | None, host: str, port: int) -> None:
+def _pg_ctl_start(
+    bin_dir: Path, data_dir: Path, run_as: _RunAs | None, host: str, port: int, shared_buffers_mb: int
+) -> None:
     logfile = data_dir / "postgres.log"
     # pg_ctl hands -o to a shell; no unix socket (loopback TCP only, nothing to clean up in /tmp).
-    server_options = f"-c listen_addresses={shlex.quote(host)} -p {port} -c unix_socket_directories=''"
+    server_options = (
+        f"-c listen_addresses={shlex.quote(host)} -p {port} -c unix_socket_directories=''"
+        f" -c shared_buffers={shared_buffers_mb}MB"
+    )
     prefix = run_as.prefix() if run_as else []
     cmd = [
         *prefix,
