@@ -47,7 +47,8 @@ def test_term_frequencies_narrowed_only_when_each_fits() -> None:
 
 def sent(values: list[int]) -> bytes:
     """array_send(values::int4[]) as PostgreSQL 15 writes it."""
-    header = bytes.fromhex("00000001" "00000000" "00000017") + len(values).to_bytes(4, "big") + bytes.fromhex("00000001")
+    dims, flags, int4 = (1).to_bytes(4, "big"), bytes(4), (23).to_bytes(4, "big")
+    header = dims + flags + int4 + len(values).to_bytes(4, "big") + (1).to_bytes(4, "big")
     return header + b"".join((4).to_bytes(4, "big") + v.to_bytes(4, "big", signed=True) for v in values)
 
 
