@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.sparse.in_memory import _int4_count, _int4_values, _narrowed, _SharedStrings
+from services.sparse.in_memory import _Growing, _int4_count, _int4_values, _SharedStrings
 from tribrid.stores.postgres import ChunkRow
 
 
@@ -36,13 +36,20 @@ def test_repeated_strings_are_shared_and_rows_unchanged() -> None:
     assert shared[0].file_path is not shared[2].file_path
 
 
-def test_term_frequencies_narrowed_only_when_each_fits() -> None:
-    small = _narrowed(np.array([1, 3, 65_535], dtype=np.int32))
-    assert small.dtype == np.uint16
-    assert small.tolist() == [1, 3, 65_535]
-    large = _narrowed(np.array([1, 65_536], dtype=np.int32))
-    assert large.tolist() == [1, 65_536]
-    assert _narrowed(np.zeros(0, dtype=np.int32)).size == 0
+def test_a_growing_array_keeps_every_value_in_order_and_widens_for_a_large_tf() -> None:
+    rng = np.random.default_rng(3)
+    parts = [rng.integers(0, 60_000, size=n, dtype=np.int32) for n in (5, 70_000, 1, 40_000)]
+    kept = _Growing(np.uint16)
+    for part in parts:
+        kept.extend(part)
+    small = kept.done()
+    assert small.dtype == np.uint16  # every value fits 16 bits
+    assert small.tolist() == np.concatenate(parts).tolist()  # past the first capacity, trimmed
+    widened = _Growing(np.uint16)
+    for part in (parts[0], np.array([65_536, 7], dtype=np.int32), parts[2]):
+        widened.extend(part)
+    assert widened.done().tolist() == [*parts[0].tolist(), 65_536, 7, *parts[2].tolist()]
+    assert _Growing(np.int32).done().size == 0
 
 
 def sent(values: list[int]) -> bytes:
