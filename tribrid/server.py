@@ -76,9 +76,10 @@ def _bounded(message: str) -> str:
     return message[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
 
 
-# A store that is down, refused the connection or did not answer in time (asyncpg's statement
-# timeout, a graph query's): the caller may retry, which UNKNOWN would not tell it.
-STORE_FAILURES = (OSError, TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
+# A store that is down, refused or dropped the connection, or did not answer in time (asyncpg's
+# statement timeout): the caller may retry, which UNKNOWN would not tell it. Not every OSError: a
+# file the indexer cannot read is no store's failure.
+STORE_FAILURES = (ConnectionError, TimeoutError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
 
 
 async def _answer(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:

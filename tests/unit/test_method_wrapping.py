@@ -47,6 +47,8 @@ class Answers(sparse_pb2_grpc.SparseSearchServicer):
             raise TimeoutError
         if request.query == "store down":
             raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
+        if request.query == "unreadable file":  # an OSError, but no store's
+            raise PermissionError(13, "Permission denied")
         return common_pb2.SearchResponse(took_ms=float(request.top_k))
 
 
@@ -105,6 +107,8 @@ async def test_a_store_that_failed_is_unavailable_naming_what_it_raised() -> Non
                 with pytest.raises(grpc.aio.AioRpcError) as raised:
                     await stub.Search(common_pb2.SearchRequest(query=query, top_k=1))
                 failed.append(raised.value)
+            with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                await stub.Search(common_pb2.SearchRequest(query="unreadable file", top_k=1))
             answered = await stub.Search(common_pb2.SearchRequest(query="fine", top_k=2))
     finally:
         await server.stop(None)
@@ -113,4 +117,5 @@ async def test_a_store_that_failed_is_unavailable_naming_what_it_raised() -> Non
     assert failed[1].details() == (
         "a store did not answer (ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 5432))"
     )
+    assert unknown.value.code() == grpc.StatusCode.UNKNOWN
     assert answered.took_ms == 2.0
