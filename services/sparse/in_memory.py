@@ -25,7 +25,7 @@ from services.sparse.bm25 import SCORE_DIGITS, Bm25Result, bm25_detail
 from tribrid.search_common import ScoredChunk
 from tribrid.stores.corpus_versions import Version
 from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed, version_of
-from tribrid.stores.small_corpora import READ_TIMEOUT_S, TooLarge, corpus_row
+from tribrid.stores.small_corpora import READ_TIMEOUT_S, Limits, TooLarge, corpus_row
 
 _ROW_BYTES = 400  # a ChunkRow with its repeated strings shared: 0.40 KB in the 10k bench corpus
 _TERM_BYTES = 110  # a term's dict entry: its string and its number
@@ -50,8 +50,7 @@ class Snapshot:
 
     @property
     def nbytes(self) -> int:
-        arrays = sum(a.nbytes for a in (self.starts, self.df, self.chunks, self.tf, self.doc_terms))
-        return arrays + len(self.rows) * _ROW_BYTES + len(self.terms) * _TERM_BYTES
+        return snapshot_bytes(len(self.rows), len(self.terms), len(self.chunks), self.tf.itemsize)
 
     def postings(self, term: str) -> tuple[int, int, int] | None:
         """The term's slice (start, end) of the posting arrays and its df; None if no chunk has it."""
@@ -59,6 +58,12 @@ class Snapshot:
         if i is None:
             return None
         return int(self.starts[i]), int(self.starts[i + 1]), int(self.df[i])
+
+
+def snapshot_bytes(rows: int, terms: int, postings: int, tf_bytes: int) -> int:
+    """A snapshot's size: a term's start and df (8 bytes each) and its dict entry, a posting's
+    chunk (4) and tf, a chunk's doc_terms (4) and its row."""
+    return (terms + 1) * 8 + terms * (8 + _TERM_BYTES) + postings * (4 + tf_bytes) + rows * (4 + _ROW_BYTES)
 
 
 _ROWS = f"""
@@ -92,21 +97,29 @@ _TF_16 = np.iinfo(np.uint16).max
 # bench corpus: past the 30 s timeout, against 1.4 s). For the read's transaction only.
 READ_SETTINGS = "SET LOCAL enable_sort = on; SET LOCAL plan_cache_mode = auto"
 _BATCH = 2000  # rows or terms a cursor fetches at once
+# the committed postings (each term's df) and terms, counted without reading them
+_SIZES = """
+    SELECT coalesce(sum(df), 0)::int8 AS postings, count(*) AS terms FROM term_stats WHERE corpus_id = $1"""
 
 
-async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Snapshot | TooLarge | None:
+async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, limits: Limits) -> Snapshot | TooLarge | None:
     """The corpus's committed chunks, postings and term statistics, in one transaction's view; the
-    rows and the postings a batch at a time (cursors), so that reading them costs little memory."""
+    rows and the postings a batch at a time (cursors), so that reading them costs little memory.
+    A corpus whose snapshot would be larger than `limits.max_bytes` is not read: its size is known
+    from its term statistics (its snapshot's least size, every tf in 16 bits)."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        corpus = await corpus_row(conn, corpus_id, max_rows)
+        corpus = await corpus_row(conn, corpus_id, limits.max_rows)
         if not isinstance(corpus, asyncpg.Record):
             return corpus
         version = version_of(corpus)
+        sizes = await conn.fetchrow(_SIZES, corpus_id)
+        if snapshot_bytes(corpus["chunk_count"], sizes["terms"], sizes["postings"], 2) > limits.max_bytes:
+            return TooLarge(version)
         await conn.execute(READ_SETTINGS)
         rows = _SharedStrings()
         async for record in conn.cursor(_ROWS, corpus_id, prefetch=_BATCH, timeout=READ_TIMEOUT_S):
             rows.append(chunk_row(record))
-        if len(rows.rows) > max_rows:
+        if len(rows.rows) > limits.max_rows:
             return TooLarge(version)
         postings = _PostingsRead(len(rows.rows))
         batch: list[asyncpg.Record] = []

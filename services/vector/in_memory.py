@@ -28,7 +28,7 @@ from tribrid.config import VectorConfig
 from tribrid.search_common import ScoredChunk, SearchParams
 from tribrid.stores.corpus_versions import Version
 from tribrid.stores.postgres import CHUNK_COLUMNS, ChunkRow, chunk_row, committed, version_of
-from tribrid.stores.small_corpora import TooLarge, corpus_row
+from tribrid.stores.small_corpora import Limits, TooLarge, corpus_row
 
 # per row kept besides its two vectors: its ChunkRow, 0.78-0.81 KB on average in the demo corpora
 _ROW_BYTES = 1024
@@ -61,9 +61,11 @@ _LOAD = f"""
     ORDER BY c.chunk_id"""
 
 
-async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Snapshot | TooLarge | None:
+async def read_snapshot(pool: asyncpg.Pool, corpus_id: str, limits: Limits) -> Snapshot | TooLarge | None:
     """The corpus's committed rows and vectors, all read in one transaction's view; None for a
-    corpus that is unknown or not yet committed; TooLarge above `max_rows` chunks."""
+    corpus that is unknown or not yet committed; TooLarge above `limits.max_rows` chunks (a
+    snapshot over the budget is dropped once read: at most `exact_scan_max_rows` rows, it is small)."""
+    max_rows = limits.max_rows
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         corpus = await corpus_row(conn, corpus_id, max_rows)
         if not isinstance(corpus, asyncpg.Record):

@@ -9,13 +9,19 @@ import re
 import pytest
 
 from services.sparse.bm25 import SESSION_SETTINGS, Bm25Result, bm25_any
-from services.sparse.in_memory import _POSTINGS, READ_SETTINGS, Snapshot, bm25_any_in_memory, read_snapshot
+from services.sparse.in_memory import (
+    _POSTINGS,
+    READ_SETTINGS,
+    Snapshot,
+    bm25_any_in_memory,
+    read_snapshot,
+)
 from services.sparse.service import SparseServicer
 from tests.integration.test_sparse_pruning import CODE, code_corpus, few_chunks  # noqa: F401
 from tests.stack import Stack
 from tribrid.search_common import SearchParams
 from tribrid.stores.corpus_versions import CorpusVersions
-from tribrid.stores.small_corpora import SmallCorpora
+from tribrid.stores.small_corpora import Limits, SmallCorpora, TooLarge
 from tribrid.text import STOPWORDS, parse_query
 from tribrid.v1 import common_pb2, sparse_options_pb2
 
@@ -29,9 +35,24 @@ def same_answer(sql: Bm25Result, memory: Bm25Result, what: str) -> None:
 
 async def snapshot_of(stack: Stack, corpus: str) -> Snapshot:
     # the leg's own pool, with its session settings (no sorts, generic plans)
-    read = await read_snapshot(await stack.resources.pool(SESSION_SETTINGS, search=True), corpus, 100_000)
+    read = await read_snapshot(
+        await stack.resources.pool(SESSION_SETTINGS, search=True), corpus, Limits(100_000, 1 << 30)
+    )
     assert isinstance(read, Snapshot)
     return read
+
+
+async def test_a_corpus_over_the_budget_is_not_read(
+    stack: Stack,
+    code_corpus: list[str],  # noqa: F811
+) -> None:
+    """Its size is known from its term statistics before its postings are read: the least size a
+    snapshot of them can have, which is its size when every tf fits 16 bits (as in click)."""
+    pool = await stack.resources.pool(SESSION_SETTINGS, search=True)
+    size = (await snapshot_of(stack, CODE)).nbytes
+    assert isinstance(await read_snapshot(pool, CODE, Limits(100_000, size)), Snapshot)
+    over = await read_snapshot(pool, CODE, Limits(100_000, size - 1))
+    assert isinstance(over, TooLarge) and over.version == (await snapshot_of(stack, CODE)).version
 
 
 async def test_the_postings_read_joins_by_hash_under_the_legs_settings(

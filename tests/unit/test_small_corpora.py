@@ -11,7 +11,7 @@ import asyncpg
 
 from tribrid.stores import small_corpora
 from tribrid.stores.corpus_versions import CorpusVersions, Version
-from tribrid.stores.small_corpora import SmallCorpora, TooLarge
+from tribrid.stores.small_corpora import Limits, SmallCorpora, TooLarge
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,14 @@ class Store:
         self.fail = False
         self.calls = 0
 
-    async def load(self, pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Read | TooLarge | None:
+    async def load(self, pool: asyncpg.Pool, corpus_id: str, limits: Limits) -> Read | TooLarge | None:
         self.calls += 1
         if self.fail:
             raise OSError("connection refused")
         version = self.versions.now.get(corpus_id)
         if version is None:
             return None
-        if self.size[corpus_id] > max_rows:
+        if self.size[corpus_id] > limits.max_rows:
             return TooLarge(version)
         return Read(version, self.size[corpus_id])
 
@@ -91,7 +91,7 @@ async def test_a_new_version_is_read_and_a_read_that_raced_a_commit_is_not_kept(
     versions.now["a"] = (2, "life")
     assert await kept.ready("a") == Read((2, "life"), 100) and store.calls == 2
 
-    async def racing(pool: asyncpg.Pool, corpus_id: str, max_rows: int) -> Read:
+    async def racing(pool: asyncpg.Pool, corpus_id: str, limits: Limits) -> Read:
         versions.now[corpus_id] = (4, "life")  # committed before the snapshot was read: it is 4's
         return Read((4, "life"), 100)
 

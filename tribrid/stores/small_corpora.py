@@ -64,14 +64,24 @@ _LIBC = _libc()
 
 @dataclass(frozen=True, slots=True)
 class TooLarge:
-    """A corpus version with more chunks than the leg takes from memory: not kept."""
+    """A corpus version larger than the leg takes into memory: not kept."""
 
     version: Version
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a leg keeps of one corpus: at most `max_rows` chunks and `max_bytes` of snapshot (the
+    whole budget: a larger one could never be kept)."""
+
+    max_rows: int
+    max_bytes: int
+
+
 K = TypeVar("K", bound=Kept)
-# reads a corpus's snapshot: None for an unknown or uncommitted corpus, TooLarge above max_rows
-Loader = Callable[[asyncpg.Pool, str, int], Awaitable[K | TooLarge | None]]
+# reads a corpus's snapshot: None for an unknown or uncommitted corpus, TooLarge above the limits
+# (a loader that can tell its size before reading says so without reading)
+Loader = Callable[[asyncpg.Pool, str, Limits], Awaitable[K | TooLarge | None]]
 
 
 async def corpus_row(
@@ -103,7 +113,7 @@ class SmallCorpora(Generic[K]):
     ) -> None:
         self._pool = pool
         self._versions = versions
-        self._max_rows = max_rows
+        self._limits = Limits(max_rows, budget_bytes)
         self._budget = budget_bytes
         self._read = load
         self._clock = clock
@@ -156,7 +166,7 @@ class SmallCorpora(Generic[K]):
 
     async def _load(self, corpus_id: str, version: Version) -> None:
         try:
-            read = await self._read(self._pool, corpus_id, self._max_rows)
+            read = await self._read(self._pool, corpus_id, self._limits)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as err:
             self._retry_at[corpus_id] = self._clock() + RETRY_S
             log.warning("corpus %r not read into memory, searched in PostgreSQL: %r", corpus_id, err)
