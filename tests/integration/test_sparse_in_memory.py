@@ -84,6 +84,9 @@ async def test_the_statements_answers_on_real_code(
         for top_k in (1, 10, 30):
             sql = await bm25_any(pool, SearchParams(CODE, query, top_k, None, ()), terms, k1, b)
             same_answer(sql, bm25_any_in_memory(snapshot, terms.all, k1, b, top_k), f"{query!r} {top_k}")
+            # pruned (MaxScore) whatever the postings: the same answer
+            pruned = bm25_any_in_memory(snapshot, terms.all, k1, b, top_k, prune_from=0)
+            same_answer(sql, pruned, f"{query!r} {top_k} pruned")
             answered += bool(sql.chunks)
     assert answered > 200
 
