@@ -16,8 +16,9 @@ under --state-dir/<size>, so the shared HNSW index holds only that corpus; the i
 there and a rerun skips indexing (reporting the first run's time and indexer memory).
 
 The sizes are indexed one at a time; then every size's stack serves at once and they are
-measured side by side, phase by phase, so a change in the shared machine's load hits every size
-alike. Per size: fused search through the gateway at concurrency 1 and 8 (p50, p99, answers/s),
+measured side by side, phase by phase, each phase in four turns taken by the sizes in turn (ABBA),
+so a change in the shared machine's load hits every size alike. Per size: fused search through
+the gateway at concurrency 1 and 8 (p50, p99, answers/s),
 each leg called directly at concurrency 1 (p50, p99), with questions about the smallest corpus's
 code (the same question sequence at every size; every other one spelled as never before, as
 bench-quick does), after a warm-up and a wait until every process is idle (the graph leg reads a
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import itertools
 import json
 import random
 import shutil
@@ -56,7 +58,7 @@ from bench.bench_quick import pct, questions
 from bench.load import half_first_sight, respellable
 from bench.procstack import SERVICE_NAMES, ProcessStack, stack_config, vm_hwm_mb
 from bench.report import write_report
-from bench.server_cpu import cpu_seconds
+from bench.server_cpu import cpu_by_process, cpu_seconds
 from evaluation import REPO_ROOT
 from services.indexer.chunker import chunk_file
 from services.indexer.walker import SourceFile, walk_corpus
@@ -237,6 +239,8 @@ class Phase:
     p50_ms: float = 0.0
     p99_ms: float = 0.0
     server_cpu_ms_per_answer: float = 0.0
+    # the same by process: each service, "postgresql", "falkordb" (what a slow phase spent on)
+    server_cpu_ms_by_process: dict[str, float] = field(default_factory=dict)
     # fused phases: each leg's own latency as the gateway reports it (LegReport.latency_ms), the
     # answers that missed a leg (partial) and, per leg, how often it was not OK (a timeout, mostly)
     legs_in_gateway_p50_ms: dict[str, float] = field(default_factory=dict)
@@ -270,14 +274,30 @@ async def settle(roots: list[int], timeout_s: float = 180.0, idle_cpu_s: float =
     return round(time.monotonic() - started, 1)
 
 
-async def run_phase(
-    phase: Phase, ask: Ask, mix: list[str], seconds: float, fresh: int, roots: list[int], progress: Progress
-) -> Phase:
+@dataclass
+class Slices:
+    """What a phase's slices measured so far, summed up in its Phase by `finish`."""
+
+    latencies: list[float] = field(default_factory=list)
+    leg_ms: dict[str, list[float]] = field(default_factory=dict)
+    cpu_s: dict[str, float] = field(default_factory=dict)  # by process kind
+    wall_s: float = 0.0
+    asked: int = 0  # the questions asked so far: the next slice goes on from there
+
+
+async def run_slice(
+    phase: Phase,
+    slices: Slices,
+    ask: Ask,
+    mix: list[str],
+    seconds: float,
+    fresh: int,
+    roots: list[int],
+    progress: Progress,
+) -> None:
     """Ask for `seconds` at the phase's concurrency; request i asks mix[i], every other one in a
     spelling never sent before (its embedding and reading are cached nowhere)."""
-    latencies: list[float] = []
-    leg_ms: dict[str, list[float]] = {}
-    counter = iter(range(10**9))
+    counter = itertools.count(slices.asked)
     respelled = respellable(mix)
     task = progress.add_task(f"{phase.what} x{phase.concurrency}", total=seconds)
     stop_at = time.perf_counter() + seconds
@@ -289,31 +309,43 @@ async def run_phase(
             started = time.perf_counter()
             try:
                 reply = await ask(query)
-                latencies.append((time.perf_counter() - started) * 1000)
+                slices.latencies.append((time.perf_counter() - started) * 1000)
             except grpc.aio.AioRpcError:
                 phase.errors += 1
                 continue
             if isinstance(reply, fusion_pb2.FusionSearchResponse):
-                count_legs(phase, reply, leg_ms)
+                count_legs(phase, reply, slices.leg_ms)
 
-    cpu_before = cpu_seconds(roots)
+    cpu_before = cpu_by_process(roots)
     started = time.perf_counter()
     workers = asyncio.gather(*(worker() for _ in range(phase.concurrency)))
     while not workers.done():
         await asyncio.wait([workers], timeout=0.25)
         progress.update(task, completed=min(seconds, time.perf_counter() - started))
     await workers
-    wall = time.perf_counter() - started
+    slices.wall_s += time.perf_counter() - started
+    for kind, used in cpu_by_process(roots).items():
+        slices.cpu_s[kind] = slices.cpu_s.get(kind, 0.0) + used - cpu_before.get(kind, 0.0)
+    slices.asked = next(counter)
+    progress.remove_task(task)
+
+
+def finish(phase: Phase, slices: Slices) -> Phase:
+    latencies = slices.latencies
     phase.answers = len(latencies)
-    phase.answers_per_s = round(phase.answers / wall, 1)
+    phase.answers_per_s = round(phase.answers / max(slices.wall_s, 1e-9), 1)
     phase.p50_ms, phase.p99_ms = round(pct(latencies, 50), 2), round(pct(latencies, 99), 2)
-    phase.legs_in_gateway_p50_ms = {leg: round(pct(ms, 50), 2) for leg, ms in sorted(leg_ms.items())}
-    phase.server_cpu_ms_per_answer = round(
-        1000 * (cpu_seconds(roots) - cpu_before) / max(phase.answers, 1), 2
-    )
+    phase.legs_in_gateway_p50_ms = {leg: round(pct(ms, 50), 2) for leg, ms in sorted(slices.leg_ms.items())}
+    answers = max(phase.answers, 1)
+    by_process = {kind: 1000 * used / answers for kind, used in slices.cpu_s.items()}
+    phase.server_cpu_ms_per_answer = round(sum(by_process.values()), 2)
+    ranked = sorted(by_process.items(), key=lambda kv: -kv[1])
+    phase.server_cpu_ms_by_process = {kind: round(ms, 2) for kind, ms in ranked}
     return phase
 
 
+# Each phase's seconds, per size, in this many turns taken by the sizes in turn.
+SLICES = 4
 # What each size is asked, in order: fused at concurrency 1 and 8, then each leg directly at 1.
 PLAN: tuple[tuple[str, int], ...] = (("fused", 1), ("fused", 8), *((leg, 1) for leg in LEG_NAMES))
 SEARCHERS = tuple(name for name in SERVICE_NAMES if name != "indexer")
@@ -396,8 +428,8 @@ class SizeUnderTest:
 
 
 async def measure(sizes: list[SizeUnderTest], mix: list[str], seconds: float, warmup_s: float) -> None:
-    """Every size side by side, phase by phase (a change in the shared machine's load then hits
-    every size alike), each phase asking every size the same question sequence."""
+    """Every size side by side, phase by phase, each phase in turns (a change in the shared
+    machine's load then hits every size alike), asking every size the same question sequence."""
     asks = {size.label: size.asks() for size in sizes}
     fresh = random.SystemRandom().getrandbits(24) << 20  # spellings no earlier run has sent
     columns = (TextColumn("{task.description:<16}"), BarColumn(), TimeElapsedColumn())
@@ -408,13 +440,22 @@ async def measure(sizes: list[SizeUnderTest], mix: list[str], seconds: float, wa
             for _ in range(2):
                 warm = Phase(f"{size.label} warm-up", 2)
                 ask = asks[size.label]["fused", 1]
-                await run_phase(warm, ask, mix, warmup_s, fresh - 10**6, [], progress)
+                await run_slice(warm, Slices(), ask, mix, warmup_s, fresh - 10**6, [], progress)
                 size.settle_s.append(await settle(size.roots()))
         for what, concurrency in PLAN:
-            for size in sizes:
-                phase = Phase(what, concurrency)
-                ask = asks[size.label][what, concurrency]
-                size.phases.append(await run_phase(phase, ask, mix, seconds, fresh, size.roots(), progress))
+            phases = [Phase(what, concurrency) for _ in sizes]
+            measured = [Slices() for _ in sizes]
+            # in SLICES turns, the sizes in turn, in ABBA order: a slower minute of the shared
+            # machine falls on every size alike, not on the one measured then
+            for turn in range(SLICES):
+                order = list(range(len(sizes)))
+                for i in order if turn % 2 == 0 else order[::-1]:
+                    ask = asks[sizes[i].label][what, concurrency]
+                    await run_slice(
+                        phases[i], measured[i], ask, mix, seconds / SLICES, fresh, sizes[i].roots(), progress
+                    )
+            for size, phase, slices in zip(sizes, phases, measured, strict=True):
+                size.phases.append(finish(phase, slices))
             fresh += 10**6
 
 
@@ -517,7 +558,9 @@ def show_size_notes(size: dict[str, Any]) -> None:
         console.print(
             f"{size['size']} fused x{p['concurrency']}: legs inside the gateway p50 ms: {inside}; "
             f"partial answers {p['partial']} of {p['answers']} (legs not OK: {missed}); "
-            f"server CPU {p['server_cpu_ms_per_answer']:.1f} ms per answer"
+            f"server CPU {p['server_cpu_ms_per_answer']:.1f} ms per answer ("
+            + ", ".join(f"{kind} {ms:.1f}" for kind, ms in p.get("server_cpu_ms_by_process", {}).items())
+            + ")"
         )
     settled = " then ".join(f"{s:.0f}" for s in size["settle_s"])
     failures = len(size["graph_load_failures"])
