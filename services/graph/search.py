@@ -204,16 +204,20 @@ def _inferable_steps(hit: TraversalHit) -> Iterator[tuple[str, str]]:
 
 async def _inferred_on_routes(
     store: GraphView, key: str, hits: Sequence[TraversalHit]
-) -> dict[tuple[str, str], float]:
-    """Confidence of each inferred edge on the hits' routes (a step may follow the edge backwards)."""
-    pairs = {pair for hit in hits for step in _inferable_steps(hit) for pair in (step, step[::-1])}
-    return await store.inferred_edges(key, sorted(pairs)) if pairs else {}
+) -> list[tuple[float, ...]]:
+    """For each hit, the confidences of the inferred edges on its route, in route order (a step may
+    follow the edge backwards)."""
+    routes = [list(_inferable_steps(hit)) for hit in hits]
+    pairs = {pair for route in routes for step in route for pair in (step, step[::-1])}
+    inferred = await store.inferred_edges(key, sorted(pairs)) if pairs else {}
+    if not inferred:
+        return [()] * len(hits)
+    return [_confidences(route, inferred) for route in routes]
 
 
-def _route_inferred(hit: TraversalHit, inferred: dict[tuple[str, str], float]) -> tuple[float, ...]:
-    """The confidences of the inferred edges on this hit's route, in route order."""
+def _confidences(route: list[tuple[str, str]], inferred: dict[tuple[str, str], float]) -> tuple[float, ...]:
     found = []
-    for before, after in _inferable_steps(hit):
+    for before, after in route:
         confidence = inferred.get((before, after), inferred.get((after, before)))
         if confidence is not None:
             found.append(confidence)
@@ -417,10 +421,8 @@ async def graph_search(
     if settings.applied_community_boost > 0 and hits:
         communities = await store.community_of(key, [*seed_score, *(h.entity.entity_id for h in hits)])
     seed_communities = {communities[s] for s in seed_score if s in communities}
-    inferred = await _inferred_on_routes(store, key, hits)
-    for hit in hits:
+    for hit, on_route in zip(hits, await _inferred_on_routes(store, key, hits), strict=True):
         same = communities.get(hit.entity.entity_id, -1) in seed_communities
-        on_route = _route_inferred(hit, inferred)
         score = hit_score(hit, seed_score.get(hit.seed_id, 0.0), settings, same, plan.asked, on_route)
         if not directional:
             # A plain name asks for that definition: a neighbour with many supporting paths (the
@@ -503,12 +505,10 @@ async def expand_context(
     known = {e.entity_id: e for e in starts}
     await _names(store, key, hits, known)
     best: dict[str, _Best] = {}
-    inferred = await _inferred_on_routes(store, key, hits)
-    for hit in hits:
+    for hit, on_route in zip(hits, await _inferred_on_routes(store, key, hits), strict=True):
         cid = hit.entity.chunk_id
         if not cid or cid in inputs:
             continue
-        on_route = _route_inferred(hit, inferred)
         explain = partial(_explain_hit, hit, known, "exact", search=False, inferred=on_route)
         score = hit_score(hit, 1.0, settings, False, inferred=on_route)
         _offer(best, cid, _Best(score, hit.hops, hit.entity.entity_id, explain))
