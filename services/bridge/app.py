@@ -249,14 +249,14 @@ def rpc_handler(route: HttpRoute, backend: Backend, timeout_s: float | None) -> 
     async def unary(request: Request) -> Response:
         message, timeout = await request_message(request)
         try:
-            reply = await backend.unary(route)(message, timeout=timeout)
+            reply = await backend.unary(route)(message, timeout=timeout, metadata=auth.outgoing_metadata())
         except grpc.aio.AioRpcError as err:
             raise grpc_error(err) from None
         return json_reply(reply)
 
     async def streaming(request: Request) -> Response:
         message, timeout = await request_message(request)
-        stream = backend.streaming(route)(message, timeout=timeout)
+        stream = backend.streaming(route)(message, timeout=timeout, metadata=auth.outgoing_metadata())
         if not _wants_stream(request):
             last = route.response_class()
             try:

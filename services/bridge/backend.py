@@ -11,7 +11,7 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2_grpc
 
 from services.bridge.contract import HttpRoute, config_name, public_services
-from tribrid import auth, telemetry, tls
+from tribrid import telemetry, tls
 from tribrid.config import ServicesConfig, TriBridConfig
 from tribrid.v1 import fusion_pb2
 
@@ -32,11 +32,11 @@ class Backend:
 
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self._channels:
+            # The caller's token goes on to the services, which check its scopes and corpora: each
+            # call passes it (`auth.outgoing_metadata`) rather than through a client interceptor,
+            # which made every call one more task (0.1 ms of the bridge's CPU an answer here).
             self._channels[address] = tls.channel(
-                # the caller's token goes on to the services, which check its scopes and corpora
-                address,
-                self.services,
-                interceptors=[*telemetry.client_interceptors(), *auth.client_interceptors()],
+                address, self.services, interceptors=telemetry.client_interceptors()
             )
         return self._channels[address]
 

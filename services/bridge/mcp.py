@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from services.bridge.backend import Backend, addresses_from_config
 from services.bridge.contract import to_json
+from tribrid import auth
 from tribrid.config import TriBridConfig
 from tribrid.legs import source_name
 from tribrid.options import RequestError, set_option, spelling
@@ -90,7 +91,7 @@ class GrpcTools:
 
     async def call(self, rpc: grpc.aio.UnaryUnaryMultiCallable[_Req, _Reply], request: _Req) -> _Reply:
         try:
-            return await rpc(request, timeout=self.timeout_s)
+            return await rpc(request, timeout=self.timeout_s, metadata=auth.outgoing_metadata())
         except grpc.aio.AioRpcError as err:
             raise ApiError(f"{err.code().name}: {err.details() or err.code().name}") from None
 
