@@ -14,7 +14,7 @@ from tribrid.question.families import FAMILIES, WORDS, Intent, family_reading, l
 
 def _reference(text: str) -> Intent | None:
     """The reading of the case-insensitive patterns, on the text as written."""
-    return longest_reading(text, families._COMPILED)
+    return longest_reading(text, families._case_insensitive())
 
 
 def _bank_questions() -> list[str]:
