@@ -245,9 +245,8 @@ def bm25_any_in_memory(
     if not terms or not snapshot.rows:
         return Bm25Result([])
     # a term given twice counts twice, as in the statement
-    posted = [
-        Posted(at[0], at[1], _idf(snapshot, at[2])) for term in terms if (at := snapshot.postings(term))
-    ]
+    found_terms = [at for term in terms if (at := snapshot.postings(term)) is not None]
+    posted = [Posted(start, end, _idf(snapshot, df)) for start, end, df in found_terms]
     summed: dict[int, np.ndarray] = {}  # by place in `posted`: contributions already worked out
     candidates = None
     if sum(p.end - p.start for p in posted) >= prune_from:
