@@ -114,7 +114,6 @@ class SmallCorpora(Generic[K]):
         self._pool = pool
         self._versions = versions
         self._limits = Limits(max_rows, budget_bytes)
-        self._budget = budget_bytes
         self._read = load
         self._clock = clock
         self._kept: OrderedDict[str, K | TooLarge] = OrderedDict()
@@ -130,7 +129,7 @@ class SmallCorpora(Generic[K]):
         """The corpus's snapshot at its committed version; None when it is unknown, larger than
         the leg takes or than the budget, or still being read: the SQL path answers those. The
         first search of a version starts the read in the background and is not kept waiting."""
-        if self._budget <= 0:
+        if self._limits.max_bytes <= 0:
             return None
         version = await self._versions.get(corpus_id)
         if version is None:
@@ -176,10 +175,10 @@ class SmallCorpora(Generic[K]):
             # committed again (or deleted) since the version was read: the next search reads anew
             self._kept.pop(corpus_id, None)
             return
-        if not isinstance(read, TooLarge) and read.nbytes > self._budget:
+        if not isinstance(read, TooLarge) and read.nbytes > self._limits.max_bytes:
             read = TooLarge(read.version)
         self._kept[corpus_id] = read
         self._kept.move_to_end(corpus_id)
-        while self.kept_bytes > self._budget:
+        while self.kept_bytes > self._limits.max_bytes:
             self._kept.popitem(last=False)
         release_free_memory()
