@@ -3,11 +3,13 @@
 The .onnx file is made ahead of time from the installed model (`export_model`, run by
 `python -m tribrid.onnx_embedding export`, i.e. `make onnx-model`), never downloaded and never
 at service start. Its graph is the model plus sentence-transformers' mean pooling and
-normalization, so a call is: tokenize (the model folder's tokenizer.json), one session run.
+normalization, with onnxruntime's BERT fusions (`fuse`: one Attention op per layer instead of
+about twenty small ones), so a call is: tokenize (the model folder's tokenizer.json), one session run.
 A sidecar `<file>.json` records a fingerprint of the model folder it was exported from; a missing,
 stale or unreadable file makes `local_embedder` fall back to the torch LocalEmbedder with a warning.
-Export also writes an int8 copy, `<name>.int8.onnx` (`quantize_model`), for the vector leg's
-questions when `vector.query_model = "int8"`; without it, those are embedded by the full model.
+Export also writes an int8 copy, `<name>.int8.onnx` (`quantize_model`, from the graph before the
+fusions), for the vector leg's questions when `vector.query_model = "int8"`; without it, those are
+embedded by the full model.
 
 Export needs torch, transformers and onnx (install time only); running needs only onnxruntime,
 tokenizers and numpy.
@@ -114,42 +116,78 @@ def pooled_model(folder: Path, attn_implementation: str = "eager") -> Any:
 
 def export_model(dest: Path, folder: Path | None = None) -> Path:
     """Write the model in `folder` (default: the bundled one) with mean pooling and normalization
-    as ONNX to `dest` (atomically), and its fingerprint beside it. Returns dest."""
+    as ONNX to `dest`, with onnxruntime's BERT fusions, and its int8 copy beside it (from the graph
+    before the fusions: the quantizer knows no fused Attention); each atomically, with the
+    fingerprint beside it. Returns dest."""
     import torch
 
     folder = folder or bundled_model_path()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    plain = dest.with_name(f".{dest.stem}.plain.{os.getpid()}{dest.suffix}")
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    int8 = quantized_path(dest)
+    try:
+        _export_plain(plain, folder)
+        fused = fuse(plain, tmp, folder)
+        for path in (dest, int8):  # no sidecar vouches for a file being replaced
+            _sidecar(path).unlink(missing_ok=True)
+        os.replace(tmp, dest)
+        quantize_model(plain, int8)
+    finally:
+        plain.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+    made = {"fingerprint": model_fingerprint(folder), "model_dir": str(folder), "torch": torch.__version__}
+    _sidecar(dest).write_text(json.dumps(made | {"fused": fused}, indent=2) + "\n")
+    quantized = made | {"quantized": "int8, per channel, weight products"}
+    _sidecar(int8).write_text(json.dumps(quantized, indent=2) + "\n")
+    return dest
+
+
+def fuse(src: Path, dest: Path, folder: Path) -> dict[str, int]:
+    """Write `src` with onnxruntime's BERT fusions (attention, skip layer norm, bias GELU) to
+    `dest`: the same vectors (2e-7 apart), at 10-25 % less CPU per question on these cores, the
+    small ops around each attention gone. Python fusions only (opt_level 0): no graph tied to
+    this CPU. Returns the fused operators counted."""
+    from onnxruntime.transformers.optimizer import optimize_model  # type: ignore[import-untyped]
+
+    config = json.loads((folder / "config.json").read_text())
+    model = optimize_model(
+        str(src),
+        model_type="bert",
+        num_heads=config["num_attention_heads"],
+        hidden_size=config["hidden_size"],
+        opt_level=0,
+    )
+    model.save_model_to_file(str(dest))
+    return {op: n for op, n in model.get_fused_operator_statistics().items() if n}
+
+
+def _export_plain(dest: Path, folder: Path) -> None:
+    """The model in `folder` with mean pooling and normalization, as traced by torch's exporter."""
+    import torch
+
     # eager attention: a plain graph (softmax of masked scores) that the legacy exporter traces
     model = pooled_model(folder, "eager")
     # traced on a padded batch, so the attention mask's path is the one recorded
     ids = torch.tensor([[101, 2023, 2003, 1037, 3231, 102], [101, 2023, 102, 0, 0, 0]])
     mask = (ids != 0).long()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        # the exporter's warnings (legacy exporter, traced shape checks) are expected: not shown
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                model,
-                (ids, mask),
-                str(tmp),
-                input_names=list(INPUTS),
-                output_names=[OUTPUT],
-                dynamic_axes={
-                    "input_ids": {0: "batch", 1: "sequence"},
-                    "attention_mask": {0: "batch", 1: "sequence"},
-                    OUTPUT: {0: "batch"},
-                },
-                opset_version=OPSET,
-                dynamo=False,
-            )
-        _sidecar(dest).unlink(missing_ok=True)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    meta = {"fingerprint": model_fingerprint(folder), "model_dir": str(folder), "torch": torch.__version__}
-    _sidecar(dest).write_text(json.dumps(meta, indent=2) + "\n")
-    return dest
+    # the exporter's warnings (legacy exporter, traced shape checks) are expected: not shown
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model,
+            (ids, mask),
+            str(dest),
+            input_names=list(INPUTS),
+            output_names=[OUTPUT],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "sequence"},
+                "attention_mask": {0: "batch", 1: "sequence"},
+                OUTPUT: {0: "batch"},
+            },
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 def _sidecar(path: Path) -> Path:
@@ -161,18 +199,18 @@ def quantized_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}.int8{path.suffix}")
 
 
-def quantize_model(src: Path) -> Path:
-    """Write an int8 copy of the exported model `src` (with its sidecar) beside it, atomically.
-    Dynamic quantization, per output channel, of the matrix products with a weight operand: the
-    products of two activations (attention's scores) stay float, which keeps the vectors nearer
-    the full model's (cosine 0.994 on average, against 0.974 with every product quantized)."""
+def quantize_model(src: Path, dest: Path) -> None:
+    """Write an int8 copy of the plain exported graph `src` to `dest`, atomically (its sidecar
+    is the exporter's to write). Dynamic quantization, per output channel, of the matrix products
+    with a weight operand: the products of two activations (attention's scores) stay float, which
+    keeps the vectors nearer the full model's (cosine 0.994 on average, against 0.974 with every
+    product quantized)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
 
     model = onnx.load(str(src))
     weights = {init.name for init in model.graph.initializer}
     products = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
-    dest = quantized_path(src)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
         logging.getLogger().disabled = True  # its advice to pre-process the model: not for us
@@ -186,19 +224,16 @@ def quantize_model(src: Path) -> Path:
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
-    meta = json.loads(_sidecar(src).read_text()) | {"quantized": "int8, per channel, weight products"}
-    _sidecar(dest).write_text(json.dumps(meta, indent=2) + "\n")
-    return dest
 
 
-def _fresh(path: Path, folder: Path) -> bool:
-    """The file exists and its sidecar says it was made from the model in `folder`."""
+def _fresh(path: Path, folder: Path, *, fused: bool = False) -> bool:
+    """The file exists and its sidecar says it was made from the model in `folder` (and, with
+    `fused`, by an exporter that fuses: an older export gives the same vectors, more slowly)."""
     sidecar = _sidecar(path)
-    return (
-        path.is_file()
-        and sidecar.is_file()
-        and json.loads(sidecar.read_text()).get("fingerprint") == model_fingerprint(folder)
-    )
+    if not (path.is_file() and sidecar.is_file()):
+        return False
+    meta = json.loads(sidecar.read_text())
+    return meta.get("fingerprint") == model_fingerprint(folder) and (not fused or "fused" in meta)
 
 
 class OnnxEmbedder:
@@ -289,19 +324,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     cfg = load_config().embedding
     dest, folder = args.dest or onnx_path(cfg), model_dir(cfg)
-    if not args.force and _fresh(dest, folder):
-        print(f"{dest}: up to date")
-    else:
-        start = time.perf_counter()
-        export_model(dest, folder)
-        print(f"{dest}: exported from {folder} in {time.perf_counter() - start:.1f} s")
-    int8 = quantized_path(dest)
-    if not args.force and _fresh(int8, folder):
-        print(f"{int8}: up to date")
-    else:
-        start = time.perf_counter()
-        quantize_model(dest)
-        print(f"{int8}: quantized in {time.perf_counter() - start:.1f} s")
+    if not args.force and _fresh(dest, folder, fused=True) and _fresh(quantized_path(dest), folder):
+        print(f"{dest} and its int8 copy: up to date")
+        return
+    start = time.perf_counter()
+    export_model(dest, folder)
+    print(f"{dest} and its int8 copy: exported from {folder} in {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":

@@ -19,16 +19,16 @@ from tribrid.config import EmbeddingConfig, TriBridConfig
 from tribrid.embedding import LocalEmbedder, Vectors
 from tribrid.onnx_embedding import (
     OnnxEmbedder,
+    _fresh,
     export_model,
     local_embedder,
     model_dir,
-    quantize_model,
     quantized_path,
 )
 from tribrid.resources import Resources
 
 pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
+onnx = pytest.importorskip("onnx")
 
 # one thread: on a busy 2-core machine two torch threads are much slower
 CFG = EmbeddingConfig(runtime="onnx", num_threads=1)
@@ -128,7 +128,22 @@ def test_missing_or_stale_file_falls_back_to_torch(
 
 @pytest.fixture(scope="module")
 def quantized(exported: Path) -> Path:
-    return quantize_model(exported)
+    return quantized_path(exported)  # written by the export
+
+
+def test_the_export_is_fused_and_an_unfused_one_is_made_again(exported: Path, tmp_path: Path) -> None:
+    """One Attention op per layer (onnxruntime's BERT fusions; its vectors equal torch's:
+    test_vectors_equal_torch). An export from before the fusions still embeds, and `make
+    onnx-model` makes it again."""
+    sidecar = json.loads((exported.parent / "model.onnx.json").read_text())
+    assert sidecar["fused"]["Attention"] == 6 and sidecar["fused"]["SkipLayerNormalization"] == 12
+    ops = {node.op_type for node in onnx.load(str(exported)).graph.node}
+    assert "Attention" in ops and "Softmax" not in ops
+    assert _fresh(exported, model_dir(CFG), fused=True)
+    older = tmp_path / "older.onnx"
+    older.write_bytes(exported.read_bytes())
+    (tmp_path / "older.onnx.json").write_text(json.dumps({k: v for k, v in sidecar.items() if k != "fused"}))
+    assert _fresh(older, model_dir(CFG)) and not _fresh(older, model_dir(CFG), fused=True)
 
 
 def test_the_int8_copy_embeds_near_the_full_model(exported: Path, quantized: Path) -> None:
