@@ -17,7 +17,7 @@ from services.sparse.in_memory import (
     read_snapshot,
 )
 from services.sparse.service import SparseServicer
-from tests.integration.test_sparse_pruning import CODE, code_corpus, few_chunks  # noqa: F401
+from tests.integration.conftest import CODE
 from tests.stack import Stack
 from tribrid.search_common import SearchParams
 from tribrid.stores.corpus_versions import CorpusVersions
@@ -44,7 +44,7 @@ async def snapshot_of(stack: Stack, corpus: str) -> Snapshot:
 
 async def test_a_corpus_over_the_budget_is_not_read(
     stack: Stack,
-    code_corpus: list[str],  # noqa: F811
+    code_corpus: list[str],
 ) -> None:
     """Its size is known from its term statistics before its postings are read: the least size a
     snapshot of them can have, which is its size when every tf fits 16 bits (as in click)."""
@@ -57,7 +57,7 @@ async def test_a_corpus_over_the_budget_is_not_read(
 
 async def test_the_postings_read_joins_by_hash_under_the_legs_settings(
     stack: Stack,
-    code_corpus: list[str],  # noqa: F811
+    code_corpus: list[str],
 ) -> None:
     """Under the leg's `enable_sort = off` the read's aggregation joined postings to chunks by a
     nested loop, every posting against every chunk (the 10k bench corpus ran past the 30 s
@@ -72,7 +72,7 @@ async def test_the_postings_read_joins_by_hash_under_the_legs_settings(
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.6), (0.0, 0.6), (3.0, 1.0), (1.2, 0.0)])
 async def test_the_statements_answers_on_real_code(
     stack: Stack,
-    code_corpus: list[str],  # noqa: F811
+    code_corpus: list[str],
     k1: float,
     b: float,
 ) -> None:
@@ -98,7 +98,7 @@ async def test_the_statements_answers_on_real_code(
 @pytest.mark.parametrize("top_k", [1, 3, 50])
 async def test_the_statements_answers_on_a_handful_of_chunks(
     stack: Stack,
-    few_chunks: str,  # noqa: F811
+    few_chunks: str,
     query: str,
     top_k: int,
 ) -> None:
@@ -113,7 +113,7 @@ async def test_the_statements_answers_on_a_handful_of_chunks(
 
 async def test_the_servicer_answers_alike_with_and_without_it(
     stack: Stack,
-    code_corpus: list[str],  # noqa: F811
+    code_corpus: list[str],
 ) -> None:
     pool = await stack.resources.pool(SESSION_SETTINGS, search=True)
     cfg = stack.cfg.sparse
