@@ -145,9 +145,9 @@ def export_model(dest: Path, folder: Path | None = None) -> Path:
 
 def fuse(src: Path, dest: Path, folder: Path) -> dict[str, int]:
     """Write `src` with onnxruntime's BERT fusions (attention, skip layer norm, bias GELU) to
-    `dest`: the same vectors (2e-7 apart), at 10-25 % less CPU per question on these cores, the
-    small ops around each attention gone. Python fusions only (opt_level 0): no graph tied to
-    this CPU. Returns the fused operators counted."""
+    `dest`: the same vectors (2.5e-7 apart), at about a tenth less CPU per question here, the
+    small ops around each attention gone (docs/benchmarks.md). Python fusions only (opt_level 0):
+    no graph tied to this CPU. Returns the fused operators counted."""
     from onnxruntime.transformers.optimizer import optimize_model  # type: ignore[import-untyped]
 
     config = json.loads((folder / "config.json").read_text())
