@@ -335,7 +335,7 @@ def _candidates(
         hit[chunks] = True
         left -= bounds[i]
         found = np.flatnonzero(hit)
-        if top_k <= 0 or len(found) < top_k:
+        if len(found) < top_k:  # top_k >= 1: validate_search
             continue
         kth = np.partition(partial[found], len(found) - top_k)[len(found) - top_k]
         if left < kth - _PRUNE_MARGIN:
