@@ -20,9 +20,10 @@ from services.indexer.named_entities import (
     build_document_graph,
     normalize_name,
 )
+from tests import REPO_ROOT
 from tribrid.config import EntitiesConfig
 from tribrid.models import stable_id
-from tribrid.ner import EntityRecognizer, Mention
+from tribrid.ner import EntityRecognizer, Mention, reads_script
 
 CORPUS = "ner-test"
 
@@ -61,6 +62,37 @@ def test_recognizer_finds_the_known_entities(recognizer: EntityRecognizer) -> No
         ],
         [],  # "42" (CARDINAL) is not a kept label
     ]
+
+
+# A paragraph of 红楼梦 (chapter 2, line 6 of the Chinese entity set's corpus) that en_core_web_sm
+# labels, whole, PERSON
+CHINESE = (REPO_ROOT / "evals/entities/zh/corpus/chapter-002.txt").read_text(encoding="utf-8").splitlines()[5]
+# Chinese with English names: "Ian Murdock founded Debian; Debian later became a project of SPI",
+# where the model labels the span from the first "Debian" to "SPI", Chinese and all, ORG
+MIXED = (
+    "Ian Murdock \u521b\u529e\u4e86 Debian\uff0c\u540e\u6765 Debian \u6210\u4e3a SPI \u7684\u9879\u76ee\u3002"
+    "Ian Murdock lived in Indiana."
+)
+
+
+def test_an_english_model_reads_no_chinese(recognizer: EntityRecognizer) -> None:
+    found = recognizer.recognize([CHINESE, MIXED, TEXTS["chunk-c"]])
+    assert found[0] == []
+    # the English names of a mixed text are kept, a span holding Chinese is not
+    assert {m.text for m in found[1]} == {"Ian Murdock", "Indiana"}
+    assert found[2] == [
+        Mention("GPE", "Indiana", 1),
+        Mention("ORG", "Purdue University", 1),
+        Mention("PERSON", "Ian Murdock", 1),
+    ]
+
+
+def test_reads_script_by_language() -> None:
+    readable, in_script = reads_script("en")
+    assert not readable(CHINESE) and readable("Z\u00fcrich Altstadt")
+    assert in_script("\u03b1-synuclein") and in_script("Z\u00fcrich") and not in_script(CHINESE[:8])
+    everything = reads_script("xx")
+    assert everything[0](CHINESE) and everything[1](CHINESE[:8])
 
 
 def test_recognizer_loads_only_ner_and_keeps_configured_labels() -> None:
