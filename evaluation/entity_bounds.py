@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bench.report import write_report
+from bench.report import grouped_bars, write_report
 from evaluation.entity_sets import DEFAULT_SETS, OUT, SETS, load
 from evaluation.metrics import TOLERANCE, Span, is_loose_match, judge, ndcg_at
 from evaluation.refuse import LegLists, LegSearch, corpus_profiles, gateway_order
@@ -104,30 +104,14 @@ def show(results: dict[str, dict[str, float]]) -> None:
 
 
 def plot(results: dict[str, dict[str, float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     columns = {
         "fused": "fused",
         "no_graph": "no graph",
         "bound_vector_sparse": "bound v+s",
         "bound_with_graph": "bound v+s+g",
     }
-    fig, ax = plt.subplots(figsize=(10, 4))
-    width = 0.8 / len(columns)
-    for i, (key, label) in enumerate(columns.items()):
-        heights = [row[key] for row in results.values()]
-        ax.bar([j + i * width for j in range(len(results))], heights, width, label=label)
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(results))], list(results), fontsize=7, rotation=20)
-    ax.set_ylabel("nDCG@10")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7, ncol=4)
-    ax.set_title("Entity sets: fused, and the bound of any fusion of the legs' lists")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    groups = {key: {label: row[name] for name, label in columns.items()} for key, row in results.items()}
+    grouped_bars(groups, path, "Entity sets: fused, and the bound of any fusion of the legs' lists")
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ import grpc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.report import write_report
+from bench.report import grouped_bars, write_report
 from evaluation import REPO_ROOT
 from evaluation.metrics import is_loose_match, mean_scores, span_from
 from evaluation.run import GATEWAY, EvalQuery, SearchFn, _searchers, console, ensure_indexed, run_leg
@@ -164,29 +164,8 @@ def show(results: dict[str, Any]) -> None:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(next(iter(results.values())))
-    fig, ax = plt.subplots(figsize=(10, 4))
-    width = 0.8 / len(names)
-    for i, name in enumerate(names):
-        ax.bar(
-            [j + i * width for j in range(len(results))],
-            [by_name[name]["ndcg10"] for by_name in results.values()],
-            width,
-            label=name,
-        )
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(results))], list(results), fontsize=8)
-    ax.set_ylabel("nDCG@10")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7, ncol=4)
-    ax.set_title("Entity sets: each leg, and fused with and without the graph")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    groups = {key: {name: run["ndcg10"] for name, run in by_name.items()} for key, by_name in results.items()}
+    grouped_bars(groups, path, "Entity sets: each leg, and fused with and without the graph")
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
