@@ -32,7 +32,8 @@ RECOGNIZER_FORMAT = 2
 # script only: en_core_web_sm, given a Chinese paragraph, labels the whole of it ORG, PERSON or GPE
 # (297 such "entities" in the graph of the Chinese entity set's 60 chapters, measured here).
 LATIN_SCRIPT_LANGUAGES = frozenset(
-    "af ca cs da de en es et eu fi fr ga hr hu id is it lb lt lv nb nl pl pt ro sk sl sq sv tl tn tr vi yo".split()
+    "af ca cs da de en es et eu fi fr ga hr hu id is it lb lt lv nb nl pl".split()
+    + "pt ro sk sl sq sv tl tn tr vi yo".split()
 )
 _LATIN_LETTER = regex.compile(r"\p{Latin}")
 _UNSPACED_LETTER = regex.compile(
