@@ -14,7 +14,7 @@ import json
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,17 +28,15 @@ from tribrid.config import EntitiesConfig
 # under another version are not reused.
 RECOGNIZER_FORMAT = 2
 
-# spaCy's languages written in the Latin script. A pipeline of one of them reads letters of that
-# script only: en_core_web_sm, given a Chinese paragraph, labels the whole of it ORG, PERSON or GPE
-# (297 such "entities" in the graph of the Chinese entity set's 60 chapters, measured here).
-LATIN_SCRIPT_LANGUAGES = frozenset(
-    "af ca cs da de en es et eu fi fr ga hr hu id is it lb lt lv nb nl pl".split()
-    + "pt ro sk sl sq sv tl tn tr vi yo".split()
-)
-_LATIN_LETTER = regex.compile(r"\p{Latin}")
-_UNSPACED_LETTER = regex.compile(
-    r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
-)
+# Chinese, Japanese, Korean and Southeast Asian scripts, which a pipeline of another language never
+# learned to read, and whose unspaced text its tokenizer cannot cut: en_core_web_sm, given a Chinese
+# paragraph, labels the whole of it ORG, PERSON or GPE (297 such "entities" in the graph of the
+# Chinese entity set's 60 chapters, measured here).
+_ASIAN = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
+_ASIAN_LETTER = regex.compile(f"[{_ASIAN}]")
+_OTHER_LETTER = regex.compile(f"(?V1)[\\p{{L}}--[{_ASIAN}]]")
+# spaCy's languages written in those scripts, and its multi-language pipelines ("xx")
+ASIAN_SCRIPT_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "xx"})
 
 # Components that compute the token vectors another component may listen to.
 _EMBEDDING_FACTORIES = frozenset({"tok2vec", "transformer", "curated_transformer"})
@@ -76,17 +74,23 @@ def is_junk(text: str) -> bool:
     return len(text) <= 1 or not any(ch.isalpha() for ch in text)
 
 
-def reads_script(lang: str) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
-    """For a pipeline of language `lang`: whether a text holds anything it can read (a letter of
-    its script), and whether a span it found can be a name it read: none of the letters of
-    scripts written without spaces between words (Chinese, Japanese, Korean, Thai...), which its
-    tokenizer cannot cut, while a Greek letter (alpha-synuclein written with one) is read.
-    Languages of other scripts (and "xx", the multi-language pipelines) read everything."""
-    if lang not in LATIN_SCRIPT_LANGUAGES:
-        return (lambda text: True), (lambda span: True)
-    return (lambda text: _LATIN_LETTER.search(text) is not None), (
-        lambda span: _UNSPACED_LETTER.search(span) is None
-    )
+@dataclass(frozen=True, slots=True)
+class ScriptFilter:
+    """What a pipeline of one language can read: a pipeline of a language written in none of the
+    Asian scripts above skips a text with no letter of another script, and names no span holding
+    one of theirs (a Greek letter, as in alpha-synuclein written with one, it reads)."""
+
+    reads_asian: bool
+
+    @classmethod
+    def of(cls, lang: str) -> ScriptFilter:
+        return cls(lang in ASIAN_SCRIPT_LANGUAGES)
+
+    def readable(self, text: str) -> bool:
+        return self.reads_asian or _OTHER_LETTER.search(text) is not None
+
+    def in_script(self, span: str) -> bool:
+        return self.reads_asian or _ASIAN_LETTER.search(span) is None
 
 
 def pipeline_data_dir(module: Any) -> Path:
@@ -212,20 +216,20 @@ class EntityRecognizer:
         return nlp
 
     def recognize_spans(self, texts: Sequence[str]) -> list[list[EntitySpan]]:
-        """The entities of each text, in text order: labels of `cfg.types` only, in the model's
-        script (`reads_script`), junk dropped, and (with `cfg.min_confidence` > 0) those the model
+        """The entities of each text, in text order: labels of `cfg.types` only, in a script the
+        model reads (`ScriptFilter`), junk dropped, and (with `cfg.min_confidence` > 0) those the model
         is less sure of."""
         nlp = self._load()
-        readable, in_script = reads_script(nlp.lang)
-        # texts with nothing in the model's script are not given to it (no answer, and no time)
-        read = [i for i, text in enumerate(texts) if readable(text)]
+        scripts = ScriptFilter.of(nlp.lang)  # a set lookup: nothing to keep
+        # texts with nothing in a script the model reads are not given to it (no answer, no time)
+        read = [i for i, text in enumerate(texts) if scripts.readable(text)]
         docs = list(nlp.pipe((texts[i] for i in read), batch_size=self.cfg.batch_size))
         confidences = self._confidences(docs) if self.cfg.min_confidence > 0 and docs else None
         answers: list[list[EntitySpan]] = [[] for _ in texts]
         for i, doc in enumerate(docs):
             spans: list[EntitySpan] = []
             for ent in doc.ents:
-                if ent.label_ not in self.cfg.types or not in_script(ent.text):
+                if ent.label_ not in self.cfg.types or not scripts.in_script(ent.text):
                     continue
                 if confidences is not None:
                     confidence = confidences[i].get((ent.start, ent.end, ent.label_), 0.0)

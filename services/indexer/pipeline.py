@@ -103,8 +103,8 @@ log = logging.getLogger(__name__)
 #  13: documentation MENTIONS a function by its keyword parameters (`multiple=True`), and the
 #      variables autodoc's `.. autodata::` names (code_mentions).
 #  14: each chunk's share of word pieces the local model reads (chunks.model_coverage).
-#  15: a Latin-script NER model names nothing in Chinese, Japanese, Korean or Thai text
-#      (tribrid.ner.reads_script): the graphs of such corpora lose the whole paragraphs it labelled.
+#  15: an NER model of another language names nothing in Chinese, Japanese, Korean or Thai text
+#      (tribrid.ner.ScriptFilter): the graphs of such corpora lose the whole paragraphs it labelled.
 INDEX_FORMAT = 15
 
 EMBED_BATCH = 256  # chunks per embedding call: big enough for throughput, small for progress

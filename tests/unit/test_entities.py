@@ -23,7 +23,7 @@ from services.indexer.named_entities import (
 from tests import REPO_ROOT
 from tribrid.config import EntitiesConfig
 from tribrid.models import stable_id
-from tribrid.ner import EntityRecognizer, Mention, reads_script
+from tribrid.ner import EntityRecognizer, Mention, ScriptFilter
 
 CORPUS = "ner-test"
 
@@ -87,12 +87,14 @@ def test_an_english_model_reads_no_chinese(recognizer: EntityRecognizer) -> None
     ]
 
 
-def test_reads_script_by_language() -> None:
-    readable, in_script = reads_script("en")
-    assert not readable(CHINESE) and readable("Z\u00fcrich Altstadt")
-    assert in_script("\u03b1-synuclein") and in_script("Z\u00fcrich") and not in_script(CHINESE[:8])
-    everything = reads_script("xx")
-    assert everything[0](CHINESE) and everything[1](CHINESE[:8])
+def test_what_a_pipeline_reads_depends_on_its_language() -> None:
+    english, russian = ScriptFilter.of("en"), ScriptFilter.of("ru")
+    assert not english.readable(CHINESE) and english.readable("Z\u00fcrich Altstadt")
+    assert english.in_script("\u03b1-synuclein") and english.in_script("Z\u00fcrich")
+    assert not english.in_script(CHINESE[:8])
+    assert not russian.readable(CHINESE) and russian.readable("\u041c\u043e\u0441\u043a\u0432\u0430")
+    for reads_all in (ScriptFilter.of("zh"), ScriptFilter.of("xx")):
+        assert reads_all.readable(CHINESE) and reads_all.in_script(CHINESE[:8])
 
 
 def test_recognizer_loads_only_ner_and_keeps_configured_labels() -> None:
