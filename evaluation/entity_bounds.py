@@ -19,7 +19,7 @@ from rich.table import Table
 
 from bench.report import grouped_bars, write_report
 from evaluation.entity_sets import DEFAULT_SETS, OUT, SETS, load
-from evaluation.metrics import TOLERANCE, Span, is_loose_match, judge, ndcg_at
+from evaluation.metrics import TOLERANCE, Span, is_loose_match, judge, ndcg_at, score_query
 from evaluation.refuse import LegLists, LegSearch, corpus_profiles, gateway_order
 from evaluation.run import EvalQuery, console
 from tribrid.config import FusionConfig, load_config
@@ -29,8 +29,8 @@ WITH_GRAPH = ("vector", "sparse", "graph")
 
 
 def ndcg10(matches: Sequence[Any], query: EvalQuery) -> float:
-    hits = [Span(m.file_path, m.start_line, m.end_line) for m in matches[:10]]
-    return ndcg_at(judge(hits, query.relevant, TOLERANCE, is_loose_match), len(query.relevant), 10)
+    hits = [Span(m.file_path, m.start_line, m.end_line) for m in matches]
+    return score_query(hits, query.relevant, strict=is_loose_match).ndcg10
 
 
 def bound(query: EvalQuery, lists: LegLists, legs: Sequence[str]) -> float:
